@@ -1,0 +1,770 @@
+//! Circuit breakers, one per key (by default `METHOD origin+path`).
+//!
+//! Why: retries and budgets still send every call to a backend that is down.
+//! A breaker notices (failure rate over a sliding window, or a run of
+//! consecutive failures), stops sending for a while, then lets a few probe
+//! calls test the water. The first open period is short so a blip costs
+//! seconds; each failed probe doubles it (up to `maxOpenMs`) so a long
+//! outage hears almost nothing from this client.
+//!
+//! States: Closed -> Open (rate or run of failures) -> HalfOpen (the open
+//! period passed; noticed lazily by the next `acquire`, `record`, `state` or
+//! `snapshot`) -> Closed (a probe succeeded: window cleared, period back to
+//! `openMs`) or Open again (a probe failed: twice the last period, at most
+//! `maxOpenMs`).
+//!
+//! Every permit must be reported once with `record` (`Sample::Ignored` for an
+//! abort or an attempt never sent). Stragglers, results of permits granted in
+//! an earlier phase, decide nothing: a `Normal` result counts only while
+//! Closed, a `Probe` result only while HalfOpen; any other just frees its
+//! slot. (A `Normal` attempt that outlives a whole open/half-open/close cycle
+//! does count in the new window: it needs to run longer than the open period.)
+//!
+//! Memory is bounded: at most `max_keys` breakers (default 1000). A new key at
+//! the cap evicts the least recently used breaker that is Closed with no
+//! permit out; if every breaker is open, half-open or busy, the new key is
+//! served untracked: always allowed, its samples dropped, shown nowhere.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::classify::Sample;
+use super::options::BreakerConfig;
+use super::window::Ring;
+
+pub const DEFAULT_MAX_KEYS: usize = 1000;
+
+/// Transitions kept until drained; past this the oldest are dropped.
+const MAX_PENDING_TRANSITIONS: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half-open",
+        }
+    }
+}
+
+/// What `acquire` granted; hand it back to `record`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permit {
+    Normal,
+    Probe,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    pub key: String,
+    pub from: State,
+    pub to: State,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub key: String,
+    pub state: State,
+    /// Samples in the sliding window.
+    pub samples: u32,
+    /// Failures / samples in the window; 0 without samples.
+    pub failure_rate: f64,
+    /// While open: time left before half-open (as `CircuitOpenError.retryInMs`); else 0.
+    pub open_for_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    successes: u32,
+    failures: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Circuit {
+    state: State,
+    window: Ring<Tally>,
+    consecutive: u32,
+    open_until: f64,
+    /// The current (or last) open period.
+    period_ms: f64,
+    /// Probe permits out, from any half-open phase.
+    probes: u32,
+    /// All permits out.
+    in_flight: u32,
+    last_used: u64,
+}
+
+type Change = Option<(State, State)>;
+
+impl Circuit {
+    fn new(cfg: &BreakerConfig) -> Self {
+        Self {
+            state: State::Closed,
+            window: Ring::new(cfg.window_ms),
+            consecutive: 0,
+            open_until: 0.0,
+            period_ms: cfg.open_ms,
+            probes: 0,
+            in_flight: 0,
+            last_used: 0,
+        }
+    }
+
+    /// Open -> HalfOpen once the open period has passed.
+    fn refresh(&mut self, now_ms: f64) -> Change {
+        // A NaN end (opened at a NaN time) must not keep it open forever.
+        let over = now_ms >= self.open_until || self.open_until.is_nan();
+        if self.state == State::Open && over {
+            self.state = State::HalfOpen;
+            return Some((State::Open, State::HalfOpen));
+        }
+        None
+    }
+
+    fn retry_in(&self, now_ms: f64) -> f64 {
+        let left = self.open_until - now_ms;
+        if left > 0.0 {
+            left.min(self.period_ms)
+        } else {
+            0.0
+        }
+    }
+
+    fn acquire(&mut self, cfg: &BreakerConfig, now_ms: f64) -> Result<Permit, f64> {
+        let permit = match self.state {
+            State::Closed => Permit::Normal,
+            State::Open => return Err(self.retry_in(now_ms)),
+            State::HalfOpen if self.probes < cfg.half_open_probes => {
+                self.probes += 1;
+                Permit::Probe
+            }
+            // Every probe is out: their results decide, no time to wait for.
+            State::HalfOpen => return Err(0.0),
+        };
+        self.in_flight = self.in_flight.saturating_add(1);
+        Ok(permit)
+    }
+
+    fn record(
+        &mut self,
+        cfg: &BreakerConfig,
+        permit: Permit,
+        sample: Sample,
+        now_ms: f64,
+    ) -> Change {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if permit == Permit::Probe {
+            self.probes = self.probes.saturating_sub(1);
+        }
+        match (permit, self.state, sample) {
+            (Permit::Normal, State::Closed, Sample::Success) => {
+                self.window
+                    .add(now_ms, |t| t.successes = t.successes.saturating_add(1));
+                self.consecutive = 0;
+                None
+            }
+            (Permit::Normal, State::Closed, Sample::Failure) => {
+                self.window
+                    .add(now_ms, |t| t.failures = t.failures.saturating_add(1));
+                self.consecutive = self.consecutive.saturating_add(1);
+                let (samples, failures) = self.tally(now_ms);
+                let by_rate = samples >= cfg.min_samples
+                    && f64::from(failures) / f64::from(samples) > cfg.failure_rate;
+                let by_run = cfg
+                    .consecutive_failures
+                    .is_some_and(|n| self.consecutive >= n);
+                (by_rate || by_run).then(|| self.open(now_ms, cfg.open_ms))
+            }
+            (Permit::Probe, State::HalfOpen, Sample::Success) => {
+                self.window.clear();
+                self.consecutive = 0;
+                self.period_ms = cfg.open_ms;
+                self.state = State::Closed;
+                Some((State::HalfOpen, State::Closed))
+            }
+            (Permit::Probe, State::HalfOpen, Sample::Failure) => {
+                let period = (self.period_ms * 2.0).min(cfg.max_open_ms);
+                Some(self.open(now_ms, period))
+            }
+            _ => None,
+        }
+    }
+
+    fn open(&mut self, now_ms: f64, period_ms: f64) -> (State, State) {
+        let from = self.state;
+        self.state = State::Open;
+        self.period_ms = period_ms;
+        self.open_until = now_ms + period_ms;
+        (from, State::Open)
+    }
+
+    /// (samples, failures) in the window.
+    fn tally(&self, now_ms: f64) -> (u32, u32) {
+        self.window
+            .by_age(now_ms)
+            .iter()
+            .fold((0u32, 0u32), |(s, f), t| {
+                (
+                    s.saturating_add(t.successes).saturating_add(t.failures),
+                    f.saturating_add(t.failures),
+                )
+            })
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Log {
+    pending: VecDeque<Transition>,
+    opens: u64,
+}
+
+impl Log {
+    fn push(&mut self, key: &str, change: Change) {
+        let Some((from, to)) = change else { return };
+        if to == State::Open {
+            self.opens += 1;
+        }
+        if self.pending.len() >= MAX_PENDING_TRANSITIONS {
+            self.pending.pop_front();
+        }
+        self.pending.push_back(Transition {
+            key: key.to_owned(),
+            from,
+            to,
+        });
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Breakers {
+    cfg: BreakerConfig,
+    max_keys: usize,
+    circuits: BTreeMap<String, Circuit>,
+    tick: u64,
+    log: Log,
+}
+
+impl Breakers {
+    pub fn new(cfg: BreakerConfig) -> Self {
+        Self::with_capacity_limit(cfg, DEFAULT_MAX_KEYS)
+    }
+
+    /// At most `max_keys` breakers are tracked (0: none, every key untracked).
+    pub fn with_capacity_limit(cfg: BreakerConfig, max_keys: usize) -> Self {
+        Self {
+            cfg,
+            max_keys,
+            circuits: BTreeMap::new(),
+            tick: 0,
+            log: Log::default(),
+        }
+    }
+
+    /// `Err(retry_in_ms)` when open (time left of the open period), or when
+    /// half-open with every probe slot taken (`Err(0.0)`: the probes'
+    /// results decide, there is no time to wait for).
+    pub fn acquire(&mut self, key: &str, now_ms: f64) -> Result<Permit, f64> {
+        if !self.circuits.contains_key(key) {
+            if !self.make_room() {
+                return Ok(Permit::Normal);
+            }
+            self.circuits
+                .insert(key.to_owned(), Circuit::new(&self.cfg));
+        }
+        self.tick += 1;
+        let Some(c) = self.circuits.get_mut(key) else {
+            return Ok(Permit::Normal);
+        };
+        c.last_used = self.tick;
+        self.log.push(key, c.refresh(now_ms));
+        c.acquire(&self.cfg, now_ms)
+    }
+
+    /// Reports an attempt's outcome for a permit from `acquire`; `Ignored`
+    /// frees a probe slot without deciding anything.
+    pub fn record(&mut self, key: &str, permit: Permit, sample: Sample, now_ms: f64) {
+        let Some(c) = self.circuits.get_mut(key) else {
+            return;
+        };
+        self.tick += 1;
+        c.last_used = self.tick;
+        self.log.push(key, c.refresh(now_ms));
+        self.log
+            .push(key, c.record(&self.cfg, permit, sample, now_ms));
+    }
+
+    /// An untracked key reads as Closed.
+    pub fn state(&mut self, key: &str, now_ms: f64) -> State {
+        let Some(c) = self.circuits.get_mut(key) else {
+            return State::Closed;
+        };
+        self.log.push(key, c.refresh(now_ms));
+        c.state
+    }
+
+    /// Every tracked breaker, by key.
+    pub fn snapshot(&mut self, now_ms: f64) -> Vec<Snapshot> {
+        let mut out = Vec::with_capacity(self.circuits.len());
+        for (key, c) in &mut self.circuits {
+            self.log.push(key, c.refresh(now_ms));
+            let (samples, failures) = c.tally(now_ms);
+            out.push(Snapshot {
+                key: key.clone(),
+                state: c.state,
+                samples,
+                failure_rate: if samples == 0 {
+                    0.0
+                } else {
+                    f64::from(failures) / f64::from(samples)
+                },
+                open_for_ms: if c.state == State::Open {
+                    c.retry_in(now_ms)
+                } else {
+                    0.0
+                },
+            });
+        }
+        out
+    }
+
+    /// Transitions since the last drain, oldest first.
+    pub fn drain_transitions(&mut self) -> Vec<Transition> {
+        self.log.pending.drain(..).collect()
+    }
+
+    /// Transitions to Open so far (first opens and re-opens).
+    pub fn opens(&self) -> u64 {
+        self.log.opens
+    }
+
+    /// Frees a place for a new key if needed; false when none can be freed.
+    fn make_room(&mut self) -> bool {
+        if self.circuits.len() < self.max_keys {
+            return true;
+        }
+        let victim = self
+            .circuits
+            .iter()
+            .filter(|(_, c)| c.state == State::Closed && c.in_flight == 0)
+            .min_by_key(|(_, c)| c.last_used)
+            .map(|(k, _)| k.clone());
+        victim.is_some_and(|k| self.circuits.remove(&k).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const K: &str = "GET https://api.example/x";
+
+    fn cfg() -> BreakerConfig {
+        BreakerConfig {
+            min_samples: 4,
+            ..BreakerConfig::default()
+        }
+    }
+
+    fn call(b: &mut Breakers, key: &str, sample: Sample, now: f64) -> Result<Permit, f64> {
+        let p = b.acquire(key, now)?;
+        b.record(key, p, sample, now);
+        Ok(p)
+    }
+
+    /// Opens K at `now` with min_samples failures.
+    fn open(b: &mut Breakers, now: f64) {
+        for _ in 0..4 {
+            call(b, K, Sample::Failure, now).unwrap();
+        }
+        assert_eq!(b.state(K, now), State::Open);
+    }
+
+    fn changes(b: &mut Breakers) -> Vec<(State, State)> {
+        b.drain_transitions()
+            .into_iter()
+            .map(|t| (t.from, t.to))
+            .collect()
+    }
+
+    #[test]
+    fn state_names() {
+        let names = [State::Closed, State::Open, State::HalfOpen].map(State::as_str);
+        assert_eq!(names, ["closed", "open", "half-open"]);
+    }
+
+    #[test]
+    fn stays_closed_below_min_samples() {
+        let mut b = Breakers::new(cfg());
+        for _ in 0..3 {
+            assert_eq!(call(&mut b, K, Sample::Failure, 0.0), Ok(Permit::Normal));
+        }
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        assert!(b.drain_transitions().is_empty());
+    }
+
+    #[test]
+    fn opens_when_failure_rate_exceeds_threshold() {
+        let mut b = Breakers::new(cfg());
+        for s in [
+            Sample::Success,
+            Sample::Success,
+            Sample::Failure,
+            Sample::Failure,
+        ] {
+            call(&mut b, K, s, 0.0).unwrap();
+        }
+        // 2 / 4 = 0.5 is not above 0.5.
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        assert_eq!(b.state(K, 0.0), State::Open);
+        assert_eq!(changes(&mut b), [(State::Closed, State::Open)]);
+        assert_eq!(b.opens(), 1);
+        let t = b.drain_transitions();
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn transition_names_the_key() {
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        assert_eq!(
+            b.drain_transitions(),
+            [Transition {
+                key: K.into(),
+                from: State::Closed,
+                to: State::Open
+            }]
+        );
+    }
+
+    #[test]
+    fn successes_are_not_failures_and_ignored_is_nothing() {
+        let mut b = Breakers::new(cfg());
+        for _ in 0..20 {
+            call(&mut b, K, Sample::Success, 0.0).unwrap();
+            call(&mut b, K, Sample::Ignored, 0.0).unwrap();
+        }
+        for _ in 0..20 {
+            call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        }
+        // 20 / 40 = 0.5: still closed; ignored samples did not count.
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        let s = &b.snapshot(0.0)[0];
+        assert_eq!((s.samples, s.failure_rate), (40, 0.5));
+    }
+
+    #[test]
+    fn opens_after_consecutive_failures() {
+        let mut b = Breakers::new(BreakerConfig {
+            consecutive_failures: Some(3),
+            ..BreakerConfig::default()
+        });
+        for _ in 0..5 {
+            call(&mut b, K, Sample::Success, 0.0).unwrap();
+        }
+        call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        call(&mut b, K, Sample::Success, 0.0).unwrap();
+        call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        assert_eq!(b.state(K, 0.0), State::Open);
+    }
+
+    #[test]
+    fn old_failures_slide_out_of_the_window() {
+        let mut b = Breakers::new(cfg());
+        for _ in 0..3 {
+            call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        }
+        call(&mut b, K, Sample::Failure, 60_000.0).unwrap();
+        assert_eq!(b.state(K, 60_000.0), State::Closed);
+        assert_eq!(b.snapshot(60_000.0)[0].samples, 1);
+    }
+
+    #[test]
+    fn open_rejects_with_time_left() {
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 1000.0);
+        assert_eq!(b.acquire(K, 1000.0), Err(5000.0));
+        assert_eq!(b.acquire(K, 4000.0), Err(2000.0));
+        // A clock stepping back never reports more than the period.
+        assert_eq!(b.acquire(K, 0.0), Err(5000.0));
+        let s = &b.snapshot(4000.0)[0];
+        assert_eq!((s.state, s.open_for_ms), (State::Open, 2000.0));
+    }
+
+    #[test]
+    fn half_open_after_the_period_then_probe_success_closes() {
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        changes(&mut b);
+        assert_eq!(b.state(K, 4999.0), State::Open);
+        assert_eq!(b.state(K, 5000.0), State::HalfOpen);
+        assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
+        let p = b.acquire(K, 5000.0).unwrap();
+        assert_eq!(p, Permit::Probe);
+        assert_eq!(b.acquire(K, 5001.0), Err(0.0));
+        b.record(K, p, Sample::Success, 5100.0);
+        assert_eq!(b.state(K, 5100.0), State::Closed);
+        assert_eq!(changes(&mut b), [(State::HalfOpen, State::Closed)]);
+        // Window cleared.
+        let s = &b.snapshot(5100.0)[0];
+        assert_eq!((s.samples, s.failure_rate, s.open_for_ms), (0, 0.0, 0.0));
+        assert_eq!(b.acquire(K, 5100.0), Ok(Permit::Normal));
+    }
+
+    #[test]
+    fn half_open_is_noticed_by_acquire_and_snapshot() {
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        changes(&mut b);
+        assert_eq!(b.snapshot(6000.0)[0].state, State::HalfOpen);
+        assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        changes(&mut b);
+        assert_eq!(b.acquire(K, 6000.0), Ok(Permit::Probe));
+        assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
+    }
+
+    #[test]
+    fn probe_failure_doubles_the_period_up_to_max() {
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        let mut now = 0.0;
+        for period in [10_000.0, 20_000.0, 30_000.0, 30_000.0] {
+            now += 100_000.0;
+            let p = b.acquire(K, now).unwrap();
+            assert_eq!(p, Permit::Probe);
+            b.record(K, p, Sample::Failure, now);
+            assert_eq!(b.acquire(K, now), Err(period));
+        }
+        assert_eq!(b.opens(), 5);
+        // A success brings the period back to openMs.
+        now += 100_000.0;
+        let p = b.acquire(K, now).unwrap();
+        b.record(K, p, Sample::Success, now);
+        open(&mut b, now);
+        assert_eq!(b.acquire(K, now), Err(5000.0));
+    }
+
+    #[test]
+    fn ignored_probe_frees_its_slot_without_deciding() {
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        let p = b.acquire(K, 5000.0).unwrap();
+        b.record(K, p, Sample::Ignored, 5000.0);
+        assert_eq!(b.state(K, 5000.0), State::HalfOpen);
+        assert_eq!(b.acquire(K, 5000.0), Ok(Permit::Probe));
+    }
+
+    #[test]
+    fn several_probes_when_configured() {
+        let mut b = Breakers::new(BreakerConfig {
+            half_open_probes: 2,
+            ..cfg()
+        });
+        open(&mut b, 0.0);
+        let p1 = b.acquire(K, 5000.0).unwrap();
+        let p2 = b.acquire(K, 5000.0).unwrap();
+        assert_eq!((p1, p2), (Permit::Probe, Permit::Probe));
+        assert_eq!(b.acquire(K, 5000.0), Err(0.0));
+        // First probe fails: open again; the second's success arrives late and decides nothing.
+        b.record(K, p1, Sample::Failure, 5100.0);
+        b.record(K, p2, Sample::Success, 5200.0);
+        assert_eq!(b.state(K, 5200.0), State::Open);
+    }
+
+    #[test]
+    fn late_probe_from_an_earlier_phase_keeps_its_slot_counted() {
+        let mut b = Breakers::new(BreakerConfig {
+            half_open_probes: 2,
+            ..cfg()
+        });
+        open(&mut b, 0.0);
+        let p1 = b.acquire(K, 5000.0).unwrap();
+        let p2 = b.acquire(K, 5000.0).unwrap();
+        b.record(K, p1, Sample::Failure, 5000.0);
+        // Half-open again while p2 is still out: only one new probe fits.
+        assert_eq!(b.acquire(K, 15_000.0), Ok(Permit::Probe));
+        assert_eq!(b.acquire(K, 15_000.0), Err(0.0));
+        b.record(K, p2, Sample::Ignored, 15_000.0);
+        assert_eq!(b.acquire(K, 15_000.0), Ok(Permit::Probe));
+    }
+
+    #[test]
+    fn stragglers_do_not_corrupt_the_state() {
+        let mut b = Breakers::new(cfg());
+        let late: Vec<Permit> = (0..3).map(|_| b.acquire(K, 0.0).unwrap()).collect();
+        open(&mut b, 0.0);
+        // Normal results arriving while open change nothing.
+        b.record(K, late[0], Sample::Success, 100.0);
+        assert_eq!(b.state(K, 100.0), State::Open);
+        // ... nor while half-open: the probe alone decides.
+        let probe = b.acquire(K, 5000.0).unwrap();
+        b.record(K, late[1], Sample::Success, 5000.0);
+        b.record(K, late[2], Sample::Failure, 5000.0);
+        assert_eq!(b.state(K, 5000.0), State::HalfOpen);
+        assert_eq!(b.acquire(K, 5000.0), Err(0.0));
+        b.record(K, probe, Sample::Success, 5000.0);
+        assert_eq!(b.state(K, 5000.0), State::Closed);
+        assert_eq!(b.snapshot(5000.0)[0].samples, 0);
+    }
+
+    #[test]
+    fn keys_are_independent() {
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        assert_eq!(
+            b.acquire("GET https://api.example/y", 0.0),
+            Ok(Permit::Normal)
+        );
+        assert_eq!(b.state("never seen", 0.0), State::Closed);
+        let keys: Vec<String> = b.snapshot(0.0).into_iter().map(|s| s.key).collect();
+        assert_eq!(keys, [K, "GET https://api.example/y"]);
+    }
+
+    #[test]
+    fn cap_evicts_the_least_recently_used_idle_closed_key() {
+        let mut b = Breakers::with_capacity_limit(cfg(), 2);
+        call(&mut b, "a", Sample::Success, 0.0).unwrap();
+        call(&mut b, "b", Sample::Success, 0.0).unwrap();
+        call(&mut b, "a", Sample::Success, 0.0).unwrap();
+        call(&mut b, "c", Sample::Success, 0.0).unwrap();
+        let keys: Vec<String> = b.snapshot(0.0).into_iter().map(|s| s.key).collect();
+        assert_eq!(keys, ["a", "c"]);
+    }
+
+    #[test]
+    fn cap_never_evicts_open_or_busy_keys() {
+        let mut b = Breakers::with_capacity_limit(cfg(), 2);
+        open(&mut b, 0.0);
+        let busy = b.acquire("busy", 0.0).unwrap();
+        // Both tracked breakers must stay: the new key is served untracked.
+        assert_eq!(
+            call(&mut b, "new", Sample::Failure, 0.0),
+            Ok(Permit::Normal)
+        );
+        for _ in 0..10 {
+            call(&mut b, "new", Sample::Failure, 0.0).unwrap();
+        }
+        assert_eq!(b.state("new", 0.0), State::Closed);
+        let keys: Vec<String> = b.snapshot(0.0).into_iter().map(|s| s.key).collect();
+        assert_eq!(keys, [K, "busy"]);
+        // Once idle, the closed key can make room.
+        b.record("busy", busy, Sample::Success, 0.0);
+        call(&mut b, "new", Sample::Success, 0.0).unwrap();
+        let keys: Vec<String> = b.snapshot(0.0).into_iter().map(|s| s.key).collect();
+        assert_eq!(keys, [K, "new"]);
+    }
+
+    #[test]
+    fn zero_capacity_tracks_nothing() {
+        let mut b = Breakers::with_capacity_limit(cfg(), 0);
+        for _ in 0..20 {
+            assert_eq!(call(&mut b, K, Sample::Failure, 0.0), Ok(Permit::Normal));
+        }
+        assert!(b.snapshot(0.0).is_empty());
+    }
+
+    #[test]
+    fn undrained_transitions_are_bounded() {
+        let mut b = Breakers::new(BreakerConfig {
+            min_samples: 1,
+            open_ms: 0.0,
+            max_open_ms: 0.0,
+            ..BreakerConfig::default()
+        });
+        for i in 0..3000 {
+            let now = f64::from(i);
+            if let Ok(p) = b.acquire(K, now) {
+                b.record(K, p, Sample::Failure, now);
+            }
+        }
+        assert_eq!(b.drain_transitions().len(), MAX_PENDING_TRANSITIONS);
+        assert!(b.opens() >= 1500);
+    }
+
+    #[test]
+    fn odd_clock_values_do_not_panic_or_stick() {
+        let mut b = Breakers::new(cfg());
+        for _ in 0..4 {
+            let p = b.acquire(K, f64::NAN).unwrap();
+            b.record(K, p, Sample::Failure, f64::NAN);
+        }
+        // Opened at NaN: the next real reading sees the period over.
+        assert_eq!(b.acquire(K, 0.0), Ok(Permit::Probe));
+        let _ = b.snapshot(f64::INFINITY);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Advance(f64),
+        Acquire,
+        /// Reports the permit at this index (mod the permits out).
+        Record(usize, u8),
+    }
+
+    proptest! {
+        /// However results interleave with time, no more than
+        /// halfOpenProbes probe permits are ever out at once, and no permit
+        /// at all is granted while open.
+        #[test]
+        fn half_open_never_lets_more_than_the_probes_through(
+            probes in 1..4u32,
+            consecutive in prop::option::of(1..4u32),
+            ops in prop::collection::vec(prop_oneof![
+                2 => (0.0..3000.0f64).prop_map(Op::Advance),
+                4 => Just(Op::Acquire),
+                4 => (any::<usize>(), 0..3u8).prop_map(|(i, s)| Op::Record(i, s)),
+            ], 1..300),
+        ) {
+            let mut b = Breakers::new(BreakerConfig {
+                min_samples: 3,
+                consecutive_failures: consecutive,
+                open_ms: 1000.0,
+                max_open_ms: 4000.0,
+                half_open_probes: probes,
+                ..BreakerConfig::default()
+            });
+            let mut now = 0.0;
+            let mut out: Vec<Permit> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Advance(dt) => now += dt,
+                    Op::Acquire => {
+                        let before = b.state(K, now);
+                        match b.acquire(K, now) {
+                            Ok(p) => {
+                                prop_assert_ne!(before, State::Open);
+                                prop_assert_eq!(p == Permit::Probe, before == State::HalfOpen);
+                                out.push(p);
+                            }
+                            Err(wait) => {
+                                prop_assert_ne!(before, State::Closed);
+                                prop_assert!((0.0..=4000.0).contains(&wait));
+                            }
+                        }
+                    }
+                    Op::Record(i, s) if !out.is_empty() => {
+                        let p = out.swap_remove(i % out.len());
+                        let sample = [Sample::Success, Sample::Failure, Sample::Ignored][usize::from(s)];
+                        b.record(K, p, sample, now);
+                    }
+                    Op::Record(..) => {}
+                }
+                let probes_out = out.iter().filter(|p| **p == Permit::Probe).count();
+                prop_assert!(probes_out <= probes as usize, "{} probes out", probes_out);
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The policy core: every rule stormguard applies, as plain state machines.
+//!
+//! Why a separate, pure core: a retry storm is a property of many calls over
+//! time, which no browser test can reproduce reliably. Here time comes in as
+//! `now_ms: f64` and randomness as `rand01: f64` in `[0, 1)`, nothing touches
+//! JS, and nothing panics: so the same code the wasm engine runs is proven by
+//! native unit tests, property tests and a virtual-time storm simulation
+//! (`tests/sim.rs`).
+//!
+//! The engine's order for one attempt: [`breaker::Breakers::acquire`], a
+//! [`limiter::Limiter`] slot, the attempt (bounded by
+//! [`deadline::Deadline::attempt_timeout`]), [`breaker::Breakers::record`]
+//! of [`classify::sample`], then [`classify::plan_retry`] and, only if that
+//! allows a retry, [`budget::RetryBudget::try_retry`].
+
+pub mod backoff;
+pub mod breaker;
+pub mod budget;
+pub mod classify;
+pub mod deadline;
+pub mod limiter;
+pub mod options;
+pub mod stats;
+mod window;
+
+pub use backoff::{parse_retry_after, Backoff};
+pub use breaker::Breakers;
+pub use budget::RetryBudget;
+pub use classify::{plan_retry, Outcome, RetryDenied, RetryInput, Sample};
+pub use deadline::Deadline;
+pub use limiter::Limiter;
+pub use options::{CallConfig, ClientConfig, OptionsError};
+pub use stats::Stats;

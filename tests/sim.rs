@@ -1,0 +1,322 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Virtual-time retry-storm simulation over the public policy API.
+//!
+//! 1000 clients (one set of policies each, as one client per browser tab)
+//! call an API once a second, open loop: a call starts on schedule whatever
+//! happened to the previous one. The server serves up to `CAPACITY` attempts
+//! a second, then fails every attempt (connection refused or 503) for 30 s,
+//! then recovers. Each call runs exactly the engine's loop: breaker permit,
+//! attempt, breaker sample, `plan_retry`, then the retry budget.
+//!
+//! The number that matters is attempts per call during the outage: what a
+//! failing backend receives compared with its normal load.
+#![allow(clippy::indexing_slicing, clippy::unwrap_used)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use stormguard::policy::backoff::Backoff;
+use stormguard::policy::breaker::{Breakers, Permit};
+use stormguard::policy::budget::RetryBudget;
+use stormguard::policy::classify::{plan_retry, sample, Outcome, RetryInput};
+use stormguard::policy::deadline::Deadline;
+use stormguard::policy::options::{ClientConfig, RawClientOptions, RetryConfig, Toggle};
+use stormguard::policy::stats::Stats;
+
+const CLIENTS: usize = 1000;
+const PERIOD_MS: f64 = 1000.0;
+const CAPACITY: u32 = 1500;
+const OUTAGE_START_S: usize = 20;
+const OUTAGE_END_S: usize = 50;
+const END_S: usize = 90;
+const KEY: &str = "GET https://api.example/items";
+
+/// xorshift64*: deterministic, for the simulation only.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn between(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + self.next() * (hi - lo)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Reply {
+    Ok,
+    Unavailable,
+    Refused,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Call(usize),
+    Attempt(usize),
+    Reply(usize, Reply),
+}
+
+struct Client {
+    budget: Option<RetryBudget>,
+    breakers: Option<Breakers>,
+}
+
+struct Call {
+    client: usize,
+    started_s: usize,
+    deadline: Deadline,
+    backoff: Backoff,
+    attempts: u32,
+    permit: Option<Permit>,
+}
+
+#[derive(Default)]
+struct Report {
+    /// Calls started and attempts sent during the outage.
+    outage: Stats,
+    peak_attempts_per_s: u32,
+    breaker_opens: u64,
+    /// Seconds after the outage until >= 95% of the calls started in a second succeed.
+    recovery_s: Option<usize>,
+}
+
+struct Sim {
+    cfg: ClientConfig,
+    retry: RetryConfig,
+    clients: Vec<Client>,
+    calls: Vec<Call>,
+    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    seq: u64,
+    rng: Rng,
+    attempts_per_s: Vec<u32>,
+    calls_per_s: Vec<u32>,
+    ok_per_s: Vec<u32>,
+    outage: Stats,
+}
+
+fn second(now_ms: f64) -> usize {
+    (now_ms / 1000.0) as usize
+}
+
+fn in_outage(now_ms: f64) -> bool {
+    (OUTAGE_START_S..OUTAGE_END_S).contains(&second(now_ms))
+}
+
+impl Sim {
+    fn new(cfg: ClientConfig) -> Self {
+        let clients = (0..CLIENTS)
+            .map(|_| Client {
+                budget: cfg.budget.as_ref().map(RetryBudget::new),
+                breakers: cfg.breaker.clone().map(Breakers::new),
+            })
+            .collect();
+        Self {
+            retry: cfg.retry.clone().unwrap_or_else(RetryConfig::off),
+            cfg,
+            clients,
+            calls: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            rng: Rng(0x9E37_79B9_7F4A_7C15),
+            attempts_per_s: vec![0; END_S + 60],
+            calls_per_s: vec![0; END_S + 60],
+            ok_per_s: vec![0; END_S + 60],
+            outage: Stats::default(),
+        }
+    }
+
+    fn at(&mut self, time_ms: f64, event: Event) {
+        self.seq += 1;
+        self.events
+            .push(Reverse(((time_ms * 1000.0) as u64, self.seq, event)));
+    }
+
+    fn run(mut self) -> Report {
+        for c in 0..CLIENTS {
+            let t = self.rng.between(0.0, PERIOD_MS);
+            self.at(t, Event::Call(c));
+        }
+        while let Some(Reverse((micros, _, event))) = self.events.pop() {
+            let now = micros as f64 / 1000.0;
+            match event {
+                Event::Call(c) => self.call(c, now),
+                Event::Attempt(id) => self.attempt(id, now),
+                Event::Reply(id, reply) => self.reply(id, reply, now),
+            }
+        }
+        let recovery_s = (OUTAGE_END_S..END_S)
+            .find(|&s| f64::from(self.ok_per_s[s]) >= 0.95 * f64::from(self.calls_per_s[s]))
+            .map(|s| s - OUTAGE_END_S);
+        Report {
+            outage: self.outage,
+            peak_attempts_per_s: self.attempts_per_s[OUTAGE_START_S..OUTAGE_END_S]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0),
+            breaker_opens: self
+                .clients
+                .iter()
+                .filter_map(|c| c.breakers.as_ref())
+                .map(Breakers::opens)
+                .sum(),
+            recovery_s,
+        }
+    }
+
+    fn call(&mut self, client: usize, now: f64) {
+        if second(now) >= END_S {
+            return;
+        }
+        let next = now + PERIOD_MS * self.rng.between(0.9, 1.1);
+        self.at(next, Event::Call(client));
+        self.calls_per_s[second(now)] += 1;
+        if in_outage(now) {
+            self.outage.requests += 1;
+        }
+        self.calls.push(Call {
+            client,
+            started_s: second(now),
+            deadline: Deadline::new(now, self.cfg.deadline_ms),
+            backoff: Backoff::from_config(&self.retry),
+            attempts: 0,
+            permit: None,
+        });
+        self.attempt(self.calls.len() - 1, now);
+    }
+
+    fn attempt(&mut self, id: usize, now: f64) {
+        let call = &mut self.calls[id];
+        let client = &mut self.clients[call.client];
+        call.permit = match client.breakers.as_mut().map(|b| b.acquire(KEY, now)) {
+            Some(Err(_retry_in_ms)) => return,
+            Some(Ok(permit)) => Some(permit),
+            None => None,
+        };
+        if call.attempts == 0 {
+            if let Some(b) = client.budget.as_mut() {
+                b.record_call(now);
+            }
+        }
+        call.attempts += 1;
+        self.attempts_per_s[second(now)] += 1;
+        if in_outage(now) {
+            self.outage.attempts += 1;
+        }
+        let (reply, latency) = if in_outage(now) {
+            if self.rng.next() < 0.5 {
+                (Reply::Refused, self.rng.between(5.0, 25.0))
+            } else {
+                (Reply::Unavailable, self.rng.between(20.0, 60.0))
+            }
+        } else if self.attempts_per_s[second(now)] > CAPACITY {
+            (Reply::Unavailable, self.rng.between(20.0, 60.0))
+        } else {
+            (Reply::Ok, self.rng.between(30.0, 80.0))
+        };
+        self.at(now + latency, Event::Reply(id, reply));
+    }
+
+    fn reply(&mut self, id: usize, reply: Reply, now: f64) {
+        let outcome = match reply {
+            Reply::Ok => Outcome::Status(200),
+            Reply::Unavailable => Outcome::Status(503),
+            Reply::Refused => Outcome::Network,
+        };
+        let rand01 = self.rng.next();
+        let call = &mut self.calls[id];
+        let client = &mut self.clients[call.client];
+        if let (Some(b), Some(permit)) = (client.breakers.as_mut(), call.permit) {
+            b.record(
+                KEY,
+                permit,
+                sample(outcome, self.cfg.failure_statuses()),
+                now,
+            );
+        }
+        if reply == Reply::Ok {
+            self.ok_per_s[call.started_s] += 1;
+            return;
+        }
+        let input = RetryInput {
+            outcome,
+            attempts_made: call.attempts,
+            method: "GET",
+            has_idempotency_key: false,
+            retry_after_ms: None,
+            remaining_ms: call.deadline.remaining(now),
+        };
+        let Ok(wait) = plan_retry(&self.retry, &mut call.backoff, &input, rand01) else {
+            return;
+        };
+        if client.budget.as_mut().is_none_or(|b| b.try_retry(now)) {
+            if in_outage(now) {
+                self.outage.retries += 1;
+            }
+            self.at(now + wait, Event::Attempt(id));
+        } else if in_outage(now) {
+            self.outage.budget_denied += 1;
+        }
+    }
+}
+
+fn on_or_off<T>(on: bool) -> Toggle<T> {
+    if on {
+        Toggle::Default
+    } else {
+        Toggle::Off
+    }
+}
+
+fn simulate(budget: bool, breaker: bool) -> Report {
+    let cfg = ClientConfig::from_raw(&RawClientOptions {
+        budget: on_or_off(budget),
+        breaker: on_or_off(breaker),
+        ..RawClientOptions::default()
+    })
+    .unwrap();
+    Sim::new(cfg).run()
+}
+
+#[test]
+fn outage_amplification_with_defaults_and_without_protection() {
+    println!(
+        "{CLIENTS} clients x 1 call/s, server capacity {CAPACITY}/s, down from {OUTAGE_START_S}s to {OUTAGE_END_S}s"
+    );
+    println!("config                      attempts/call  peak attempts/s  retries  budget denied  breaker opens  recovered after");
+    let mut figures = Vec::new();
+    for (name, budget, breaker) in [
+        ("defaults (budget+breaker)", true, true),
+        ("budget, no breaker", true, false),
+        ("breaker, no budget", false, true),
+        ("retries only", false, false),
+    ] {
+        let r = simulate(budget, breaker);
+        let amplification = r.outage.amplification();
+        println!(
+            "{name:<27} {amplification:>13.3}  {:>15}  {:>7}  {:>13}  {:>13}  {}",
+            r.peak_attempts_per_s,
+            r.outage.retries,
+            r.outage.budget_denied,
+            r.breaker_opens,
+            r.recovery_s
+                .map_or("never".to_owned(), |s| format!("{s} s")),
+        );
+        figures.push(amplification);
+    }
+    assert!(
+        figures[0] <= 1.15,
+        "defaults: {} attempts per call",
+        figures[0]
+    );
+    assert!(
+        figures[3] > 2.5,
+        "retries only: {} attempts per call",
+        figures[3]
+    );
+}
