@@ -1,0 +1,120 @@
+// The JS face of stormguard, shared by the browser and Node entries: the
+// error classes and a thin Client over the wasm one. Policy, state and the
+// network all live in wasm; this file only turns the engine's error
+// descriptors into class instances and guards the client after close().
+
+const BRAND = Symbol.for('stormguard.error');
+
+export class StormguardError extends Error {
+  constructor(message, fields = {}) {
+    super(message, 'cause' in fields ? { cause: fields.cause } : undefined);
+    Object.defineProperty(this, BRAND, { value: true });
+    this.name = new.target.errorName;
+    this.code = new.target.code;
+    this.requestId = '';
+    this.attempts = 0;
+    this.elapsedMs = 0;
+    for (const [k, v] of Object.entries(fields)) {
+      if (k !== 'name' && k !== 'message' && k !== 'code') this[k] = v;
+    }
+  }
+}
+StormguardError.errorName = 'StormguardError';
+StormguardError.code = 'STORMGUARD';
+
+const define = (errorName, code) => {
+  const C = class extends StormguardError {};
+  C.errorName = errorName;
+  C.code = code;
+  Object.defineProperty(C, 'name', { value: errorName });
+  return C;
+};
+export const TimeoutError = define('TimeoutError', 'TIMEOUT');
+export const AbortError = define('AbortError', 'ABORTED');
+export const NetworkError = define('NetworkError', 'NETWORK');
+export const HttpError = define('HttpError', 'HTTP');
+export const CircuitOpenError = define('CircuitOpenError', 'CIRCUIT_OPEN');
+export const QueueFullError = define('QueueFullError', 'QUEUE_FULL');
+export const ParseError = define('ParseError', 'PARSE');
+export const OptionsError = define('OptionsError', 'INVALID_OPTIONS');
+
+const CLASSES = {
+  TimeoutError, AbortError, NetworkError, HttpError, CircuitOpenError,
+  QueueFullError, ParseError, OptionsError,
+};
+
+/** True for any stormguard error, from this realm or another. */
+export function isStormguardError(e) {
+  return e instanceof StormguardError || (typeof e === 'object' && e !== null && e[BRAND] === true);
+}
+
+/** An engine descriptor `{ name, message, ...fields }` as its class. */
+function toError(d) {
+  const C = d && typeof d === 'object' && Object.hasOwn(CLASSES, d.name) ? CLASSES[d.name] : null;
+  return C ? new C(d.message, d) : d;
+}
+const rethrow = (d) => { throw toError(d); };
+const closedError = () => new AbortError('call aborted', { reason: 'client closed' });
+
+class Client {
+  #c;
+  #final = null; // stats at close(), once the wasm client is freed
+
+  constructor(inner) {
+    this.#c = inner;
+  }
+
+  request(url, options) {
+    if (this.#final) return Promise.reject(closedError());
+    return this.#c.request(url, options).then(undefined, rethrow);
+  }
+
+  fetch(input, init) {
+    if (this.#final) return Promise.reject(closedError());
+    return this.#c.fetch(input, init).then(undefined, rethrow);
+  }
+
+  stats() {
+    return this.#final ?? this.#c.stats();
+  }
+
+  breakers() {
+    return this.#final ? [] : this.#c.breakers();
+  }
+
+  on(event, listener) {
+    if (this.#final) return () => {};
+    let id;
+    try {
+      id = this.#c.on(event, listener);
+    } catch (d) {
+      throw toError(d);
+    }
+    return () => {
+      if (!this.#final) this.#c.off(id);
+    };
+  }
+
+  close() {
+    if (this.#final) return;
+    this.#c.close();
+    this.#final = { ...this.#c.stats(), inFlight: 0, queued: 0 };
+    this.#c.free();
+  }
+}
+
+/** Builds createClient over a loader that instantiates the wasm once. */
+export function makeCreateClient(load) {
+  let ready = null;
+  return async function createClient(options) {
+    ready ??= load();
+    const wasm = await ready;
+    let inner;
+    try {
+      inner = new wasm.Client(options);
+    } catch (d) {
+      throw toError(d);
+    }
+    return new Client(inner);
+  };
+}

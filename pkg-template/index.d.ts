@@ -1,0 +1,226 @@
+// Types of the stormguard package, as ../shared/API.md specifies them.
+
+export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none';
+
+export interface RetryOptions {
+  /** Attempts in all, first included; default 3; 1 = never retry. */
+  maxAttempts?: number;
+  /** Default 200. */
+  baseDelayMs?: number;
+  /** Default 8000. */
+  maxDelayMs?: number;
+  /** Default 'full'. */
+  jitter?: Jitter;
+  /** Default [408, 429, 500, 502, 503, 504]. */
+  statuses?: number[];
+  /** Default ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']. */
+  methods?: string[];
+  /** Honour Retry-After on 429/503; default true. */
+  retryAfter?: boolean;
+  /** Default 30000. */
+  maxRetryAfterMs?: number;
+}
+
+/** Retries in any window <= minRetries + ratio * calls in that window. */
+export interface BudgetOptions {
+  /** Default 0.1. */
+  ratio?: number;
+  /** Default 3. */
+  minRetries?: number;
+  /** Default 10000. */
+  windowMs?: number;
+}
+
+/** One breaker per key; default key: `${METHOD} ${origin}${pathname}`. */
+export interface BreakerOptions {
+  /** Sliding window; default 60000. */
+  windowMs?: number;
+  /** Default 10. */
+  minSamples?: number;
+  /** Opens when failures/samples > failureRate; default 0.5. */
+  failureRate?: number;
+  /** Also opens after this many failures in a row; default off. */
+  consecutiveFailures?: number;
+  /** First open period; default 5000. */
+  openMs?: number;
+  /** Each failed half-open probe doubles the open period, up to this; default 30000. */
+  maxOpenMs?: number;
+  /** Concurrent probe calls allowed when half-open; default 1. */
+  halfOpenProbes?: number;
+}
+
+export interface ConcurrencyOptions {
+  /** Attempts in flight per client; default 6. */
+  max?: number;
+  /** Calls that may wait for a slot; default 100; 0 = no waiting. */
+  queue?: number;
+}
+
+export interface StorageOptions {
+  /** Default 'stormguard:'. */
+  prefix?: string;
+  /** Default 262144. */
+  maxEntryBytes?: number;
+}
+
+export interface ClientOptions {
+  /** Relative URLs resolve against it (else location.href). */
+  baseUrl?: string;
+  /** Sent with every call. */
+  headers?: Record<string, string>;
+  /** Per attempt; default 6000. */
+  timeoutMs?: number;
+  /** If set and timeoutMs is not: timeoutMs = ceil(1.2 * gatewayTimeoutMs). */
+  gatewayTimeoutMs?: number;
+  /** Whole call: queue wait + every attempt + every backoff; default 20000. */
+  deadlineMs?: number;
+  retry?: false | RetryOptions;
+  budget?: false | BudgetOptions;
+  breaker?: false | BreakerOptions;
+  concurrency?: false | ConcurrencyOptions;
+  /** Identical concurrent GETs share one network call; default true. */
+  dedupe?: boolean;
+  storage?: false | StorageOptions;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  deadlineMs?: number;
+  /** Merged over the client's. */
+  retry?: false | RetryOptions;
+  /** true: a random UUID v4; sent as Idempotency-Key, the same on every attempt. */
+  idempotencyKey?: string | true;
+  breakerKey?: string;
+}
+
+export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
+
+export interface RequestOptions extends CallOptions {
+  /** Default 'GET'. */
+  method?: string;
+  headers?: Record<string, string>;
+  query?: Record<string, string | number | boolean>;
+  /** Plain object/array: JSON-encoded with content-type application/json. */
+  body?: BodyInit | object;
+  /** Default 'json'. */
+  responseType?: ResponseType;
+}
+
+export interface Stats {
+  requests: number;
+  attempts: number;
+  retries: number;
+  timeouts: number;
+  failures: number;
+  breakerOpens: number;
+  budgetDenied: number;
+  queueRejected: number;
+  deduped: number;
+  fallbacks: number;
+  inFlight: number;
+  queued: number;
+  /** attempts / requests (network attempts per logical call); 0 before any call. */
+  amplification: number;
+}
+
+export interface BreakerSnapshot {
+  key: string;
+  state: 'closed' | 'open' | 'half-open';
+  samples: number;
+  failureRate: number;
+  openForMs: number;
+}
+
+export type EventName = 'attempt' | 'retry' | 'timeout' | 'giveUp' | 'breaker' | 'fallback' | 'storage';
+
+export interface StormguardEvent {
+  type: EventName;
+  requestId: string;
+  method?: string;
+  url?: string;
+  attempt?: number;
+  elapsedMs?: number;
+  remainingMs?: number;
+  status?: number;
+  errorName?: string;
+  /** 'retry': the backoff chosen. */
+  delayMs?: number;
+  key?: string;
+  from?: string;
+  to?: string;
+}
+
+export interface Client {
+  request<T = unknown>(url: string | URL, options?: RequestOptions): Promise<T>;
+  fetch(input: string | URL | Request, init?: RequestInit & CallOptions): Promise<Response>;
+  stats(): Stats;
+  breakers(): BreakerSnapshot[];
+  /** Returns the unsubscribe function. */
+  on(event: EventName, listener: (e: StormguardEvent) => void): () => void;
+  /** Aborts in-flight calls, rejects queued ones, frees wasm memory; later calls reject. */
+  close(): void;
+}
+
+export function createClient(options?: ClientOptions): Promise<Client>;
+
+export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts';
+
+export declare class StormguardError extends Error {
+  readonly code:
+    | 'TIMEOUT' | 'ABORTED' | 'NETWORK' | 'HTTP' | 'CIRCUIT_OPEN' | 'QUEUE_FULL' | 'PARSE' | 'INVALID_OPTIONS';
+  readonly requestId: string;
+  readonly attempts: number;
+  readonly elapsedMs: number;
+}
+export declare class TimeoutError extends StormguardError {
+  readonly name: 'TimeoutError';
+  readonly code: 'TIMEOUT';
+  readonly phase: 'attempt' | 'deadline' | 'queue';
+  readonly retryDenied?: RetryDenied;
+}
+export declare class AbortError extends StormguardError {
+  readonly name: 'AbortError';
+  readonly code: 'ABORTED';
+  readonly reason: unknown;
+}
+export declare class NetworkError extends StormguardError {
+  readonly name: 'NetworkError';
+  readonly code: 'NETWORK';
+  readonly cause: unknown;
+  readonly retryDenied?: RetryDenied;
+}
+export declare class HttpError extends StormguardError {
+  readonly name: 'HttpError';
+  readonly code: 'HTTP';
+  readonly status: number;
+  readonly statusText: string;
+  /** At most 1024 UTF-16 code units of the decoded body; the rest is never read. */
+  readonly body: string;
+  readonly retryDenied?: RetryDenied;
+}
+export declare class CircuitOpenError extends StormguardError {
+  readonly name: 'CircuitOpenError';
+  readonly code: 'CIRCUIT_OPEN';
+  readonly key: string;
+  readonly retryInMs: number;
+}
+export declare class QueueFullError extends StormguardError {
+  readonly name: 'QueueFullError';
+  readonly code: 'QUEUE_FULL';
+}
+export declare class ParseError extends StormguardError {
+  readonly name: 'ParseError';
+  readonly code: 'PARSE';
+  readonly cause: unknown;
+}
+export declare class OptionsError extends StormguardError {
+  readonly name: 'OptionsError';
+  readonly code: 'INVALID_OPTIONS';
+  readonly option: string;
+}
+
+export type AnyStormguardError =
+  | TimeoutError | AbortError | NetworkError | HttpError | CircuitOpenError | QueueFullError | ParseError | OptionsError;
+
+export function isStormguardError(e: unknown): e is AnyStormguardError;

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// npm run build: release wasm -> wasm-bindgen (web target) -> wasm-opt -Oz ->
+// pkg/ with the hand-written wrapper from pkg-template/ and a package.json
+// made from its template. Prints the wasm size raw, gzip and brotli.
+//
+// One wasm-bindgen build (`--target web`) serves every host: plain ESM and
+// bundlers load it through `new URL('stormguard_bg.wasm', import.meta.url)`
+// (which Vite and webpack 5 understand), and the Node entry instantiates the
+// same file from disk. One .wasm in the tarball instead of three.
+//
+//   node scripts/build.mjs             build
+//   node scripts/build.mjs --if-stale  build only if a source is newer than pkg/
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const pkg = join(root, 'pkg');
+const template = join(root, 'pkg-template');
+const wasmOut = join(pkg, 'stormguard_bg.wasm');
+
+function newestMtime(path) {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  return Math.max(st.mtimeMs, ...readdirSync(path).map((n) => newestMtime(join(path, n))));
+}
+
+if (process.argv.includes('--if-stale') && existsSync(join(pkg, 'package.json'))) {
+  const sources = ['src', 'pkg-template', 'Cargo.toml', 'Cargo.lock'].map((p) => join(root, p)).filter(existsSync);
+  if (Math.max(...sources.map(newestMtime)) < statSync(join(pkg, 'package.json')).mtimeMs) {
+    console.log('[build] pkg/ is up to date');
+    process.exit(0);
+  }
+}
+
+const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: 'inherit' });
+
+console.log('[build] cargo build --release --target wasm32-unknown-unknown');
+run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib']);
+
+rmSync(pkg, { recursive: true, force: true });
+mkdirSync(pkg, { recursive: true });
+run('wasm-bindgen', [
+  '--target', 'web', '--no-typescript', '--out-dir', pkg, '--out-name', 'stormguard',
+  join(root, 'target/wasm32-unknown-unknown/release/stormguard.wasm'),
+]);
+
+const before = statSync(wasmOut).size;
+run(join(root, 'node_modules/.bin/wasm-opt'), [
+  '-Oz', '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
+  '--enable-reference-types', '--enable-multivalue', '--enable-mutable-globals',
+  '--strip-debug', '--strip-producers',
+  wasmOut, '-o', wasmOut,
+]);
+
+for (const name of readdirSync(template)) {
+  if (name !== 'package.json') copyFileSync(join(template, name), join(pkg, name));
+}
+const version = /^version\s*=\s*"([^"]+)"/m.exec(readFileSync(join(root, 'Cargo.toml'), 'utf8'))[1];
+const manifest = JSON.parse(readFileSync(join(template, 'package.json'), 'utf8'));
+manifest.version = version;
+writeFileSync(join(pkg, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');
+for (const f of manifest.files) {
+  if (!existsSync(join(pkg, f))) throw new Error(`pkg/${f} is listed in files but was not built`);
+}
+
+const wasm = readFileSync(wasmOut);
+const gz = gzipSync(wasm, { level: 9 }).length;
+const br = brotliCompressSync(wasm, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
+console.log(`[build] pkg/ stormguard ${version}`);
+console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw, ${kb(gz)} gzip, ${kb(br)} brotli`);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# npm test: every check, in the order a failure is cheapest to find.
+# Output ends with the runners' own summary lines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --check
+
+step "cargo clippy (native, all targets)"
+cargo clippy --all-targets --quiet -- -D warnings
+step "cargo clippy (wasm32: library and browser tests)"
+cargo clippy --target wasm32-unknown-unknown --lib --test browser --quiet -- -D warnings
+
+step "cargo test (native: policy core, property tests, virtual-time simulation)"
+cargo test --quiet
+
+step "npm run build"
+node scripts/build.mjs --if-stale
+
+# The fault server every browser and end-to-end test talks to.
+tmp=$(mktemp -d)
+node tests/server/server.mjs > "$tmp/server.json" &
+server_pid=$!
+trap 'kill $server_pid 2>/dev/null || true; rm -rf "$tmp"' EXIT
+for _ in $(seq 1 100); do [ -s "$tmp/server.json" ] && break; sleep 0.1; done
+STORMGUARD_FAULT_URL=$(node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).url)' "$tmp/server.json")
+export STORMGUARD_FAULT_URL
+echo "fault server at $STORMGUARD_FAULT_URL"
+
+step "browser tests (wasm-bindgen-test in headless Chromium)"
+CHROMEDRIVER=/usr/bin/chromedriver \
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test --target wasm32-unknown-unknown --test browser
+
+step "node tests (fault server, end-to-end in Chromium through playwright-core)"
+node --test --test-concurrency=1 tests/server/ tests/e2e/

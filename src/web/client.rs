@@ -1,0 +1,434 @@
+//! The exported `Client`: options in, promises out. It validates and builds
+//! each call (URL, headers, body, idempotency key, breaker key), links the
+//! caller's signal, and hands the call to the engine.
+
+use std::rc::Rc;
+
+use js_sys::{Array, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::future_to_promise;
+use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
+
+use super::cancel::Cancel;
+use super::convert::Obj;
+use super::engine::{Call, Engine, Listener};
+use super::errors::CallError;
+use super::fetch::{Mode, ResponseType};
+use super::host::{location_href, now_ms, uuid_v4};
+use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
+use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
+
+const EVENTS: [&str; 7] = [
+    "attempt", "retry", "timeout", "giveUp", "breaker", "fallback", "storage",
+];
+
+fn opt_err(option: &str, reason: &str) -> CallError {
+    CallError::options(OptionsError {
+        option: option.to_string(),
+        reason: reason.to_string(),
+    })
+}
+
+struct Common {
+    cfg: CallConfig,
+    signal: Option<AbortSignal>,
+    idem: Option<String>,
+    breaker_key: Option<String>,
+}
+
+/// A stormguard client. Construct through the package's `createClient`.
+#[wasm_bindgen]
+pub struct Client {
+    engine: Rc<Engine>,
+    base_url: Option<String>,
+    headers: Vec<(String, String)>,
+    tag: String,
+}
+
+#[wasm_bindgen]
+impl Client {
+    /// Validates `options`; throws an OptionsError descriptor if invalid.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<Client, JsValue> {
+        Client::build(&options).map_err(|e| e.to_js())
+    }
+
+    /// `client.request(url, options)`: resolves with the parsed body.
+    pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
+        match self.prepare_request(&url, &options) {
+            Ok((call, signal)) => self.spawn(call, signal),
+            Err(e) => Promise::reject(&e.to_js()),
+        }
+    }
+
+    /// `client.fetch(input, init)`: a drop-in for the global fetch.
+    pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
+        match self.prepare_fetch(&input, &init) {
+            Ok((call, signal)) => self.spawn(call, signal),
+            Err(e) => Promise::reject(&e.to_js()),
+        }
+    }
+
+    pub fn stats(&self) -> JsValue {
+        let st = self.engine.st.borrow();
+        let s = &st.stats;
+        let o = Obj::new();
+        o.set("requests", s.requests as f64)
+            .set("attempts", s.attempts as f64)
+            .set("retries", s.retries as f64)
+            .set("timeouts", s.timeouts as f64)
+            .set("failures", s.failures as f64)
+            .set("breakerOpens", s.breaker_opens as f64)
+            .set("budgetDenied", s.budget_denied as f64)
+            .set("queueRejected", s.queue_rejected as f64)
+            .set("deduped", s.deduped as f64)
+            .set("fallbacks", s.fallbacks as f64)
+            .set("inFlight", st.limiter.in_flight())
+            .set("queued", st.limiter.queued())
+            .set("amplification", s.amplification());
+        o.into_js()
+    }
+
+    pub fn breakers(&self) -> Array {
+        let snaps = match self.engine.st.borrow_mut().breakers.as_mut() {
+            Some(b) => b.snapshot(now_ms()),
+            None => Vec::new(),
+        };
+        snaps
+            .iter()
+            .map(|s| {
+                let o = Obj::new();
+                o.set("key", s.key.as_str())
+                    .set("state", s.state.as_str())
+                    .set("samples", s.samples)
+                    .set("failureRate", s.failure_rate)
+                    .set("openForMs", s.open_for_ms);
+                o.into_js()
+            })
+            .collect()
+    }
+
+    /// Adds a listener; returns its id for `off`.
+    pub fn on(&self, event: &str, listener: JsValue) -> Result<u32, JsValue> {
+        if !EVENTS.contains(&event) {
+            return Err(opt_err("event", "is not a known event name").to_js());
+        }
+        let func = listener
+            .dyn_into::<js_sys::Function>()
+            .map_err(|_| opt_err("listener", "must be a function").to_js())?;
+        let mut st = self.engine.st.borrow_mut();
+        st.next_id += 1;
+        let id = u32::try_from(st.next_id).unwrap_or(u32::MAX);
+        st.listeners.push(Listener {
+            id,
+            event: event.to_string(),
+            func,
+        });
+        Ok(id)
+    }
+
+    pub fn off(&self, id: u32) {
+        self.engine.st.borrow_mut().listeners.retain(|l| l.id != id);
+    }
+
+    /// Aborts in-flight calls and rejects queued ones; later calls reject.
+    pub fn close(&self) {
+        self.engine.close();
+    }
+}
+
+impl Client {
+    fn build(options: &JsValue) -> Result<Client, CallError> {
+        let r = Reader::new(options, "options").map_err(CallError::options)?;
+        let raw = read_client(&r).map_err(CallError::options)?;
+        let cfg = ClientConfig::from_raw(&raw).map_err(CallError::options)?;
+        let base_url = r.string("baseUrl").map_err(CallError::options)?;
+        if let Some(b) = &base_url {
+            let url = Url::new(b).map_err(|_| opt_err("baseUrl", "is not an absolute URL"))?;
+            if !url.username().is_empty() || !url.password().is_empty() {
+                return Err(opt_err("baseUrl", "must not contain credentials"));
+            }
+        }
+        let headers = r.string_record("headers").map_err(CallError::options)?;
+        check_headers(&headers, "headers")?;
+        let tag = uuid_v4().chars().take(8).collect();
+        Ok(Client {
+            engine: Rc::new(Engine::new(cfg)),
+            base_url,
+            headers,
+            tag,
+        })
+    }
+
+    fn spawn(&self, call: Call, signal: Option<AbortSignal>) -> Promise {
+        future_to_promise(self.engine.clone().call(call, signal))
+    }
+
+    fn request_id(&self) -> String {
+        let n = self.engine.next_id();
+        format!("{}-{n}", self.tag)
+    }
+
+    /// Resolves `input` (string or URL) against baseUrl or the page, and
+    /// refuses userinfo without echoing it.
+    fn resolve_url(&self, input: &JsValue) -> Result<Url, CallError> {
+        let text = if let Some(s) = input.as_string() {
+            s
+        } else if input.is_instance_of::<Url>() {
+            input.unchecked_ref::<Url>().href()
+        } else {
+            return Err(opt_err("url", "must be a string or a URL"));
+        };
+        let base = self.base_url.clone().or_else(location_href);
+        let url = match &base {
+            Some(b) => Url::new_with_base(&text, b),
+            None => Url::new(&text),
+        }
+        .map_err(|_| opt_err("url", "is not a valid URL"))?;
+        if !url.username().is_empty() || !url.password().is_empty() {
+            return Err(opt_err(
+                "url",
+                "must not contain credentials (user:password@)",
+            ));
+        }
+        Ok(url)
+    }
+
+    /// The options `request()` and `fetch()` share.
+    fn common(&self, r: &Reader) -> Result<Common, CallError> {
+        let raw = read_call(r).map_err(CallError::options)?;
+        let cfg = CallConfig::resolve(&self.engine.cfg, &raw).map_err(CallError::options)?;
+        let signal = read_signal(r).map_err(CallError::options)?;
+        let key = read_idempotency_key(r)
+            .map_err(CallError::options)?
+            .map(|k| match k {
+                IdemKey::Random => uuid_v4(),
+                IdemKey::Given(s) => s,
+            });
+        let breaker_key = r.string("breakerKey").map_err(CallError::options)?;
+        Ok(Common {
+            cfg,
+            signal,
+            idem: key,
+            breaker_key,
+        })
+    }
+
+    fn prepare_request(
+        &self,
+        url: &JsValue,
+        options: &JsValue,
+    ) -> Result<(Call, Option<AbortSignal>), CallError> {
+        let r = Reader::new(options, "options").map_err(CallError::options)?;
+        let Common {
+            cfg,
+            signal,
+            idem,
+            breaker_key,
+        } = self.common(&r)?;
+        let method = match r.string("method").map_err(CallError::options)? {
+            Some(m) => normalize_method(&m)?,
+            None => "GET".to_string(),
+        };
+        let response_type = match r.string("responseType").map_err(CallError::options)? {
+            None => ResponseType::Json,
+            Some(s) => ResponseType::parse(&s)
+                .ok_or_else(|| opt_err("responseType", "must be json, text, bytes or response"))?,
+        };
+        let url = self.resolve_url(url)?;
+        if let Some(q) = r.value("query").map_err(CallError::options)? {
+            append_query(&url, &q)?;
+        }
+        let headers = Headers::new().map_err(|_| opt_err("headers", "unsupported"))?;
+        let call_headers = r.string_record("headers").map_err(CallError::options)?;
+        for (k, v) in self.headers.iter().chain(call_headers.iter()) {
+            headers
+                .set(k, v)
+                .map_err(|_| opt_err("headers", "holds an invalid header name or value"))?;
+        }
+        let init = RequestInit::new();
+        if let Some(body) = r.value("body").map_err(CallError::options)? {
+            if !body.is_null() {
+                init.set_body(&encode_body(&body, &headers)?);
+            }
+        }
+        if let Some(k) = &idem {
+            let _ = headers.set("Idempotency-Key", k);
+        }
+        let dedupe_key = (self.engine.cfg.dedupe && (method == "GET" || method == "HEAD"))
+            .then(|| dedupe_key(&method, &url, &headers, response_type));
+        init.set_method(&method);
+        init.set_headers(&headers);
+        let href = url.href();
+        let request = Request::new_with_str_and_init(&href, &init)
+            .map_err(|_| opt_err("body", "cannot be sent with this method"))?;
+        let mut call = self.call(
+            &url,
+            request,
+            Mode::Request(response_type),
+            cfg,
+            idem.is_some(),
+            breaker_key,
+        );
+        call.dedupe_key = dedupe_key;
+        Ok((call, signal))
+    }
+
+    fn prepare_fetch(
+        &self,
+        input: &JsValue,
+        init: &JsValue,
+    ) -> Result<(Call, Option<AbortSignal>), CallError> {
+        let r = Reader::new(init, "init").map_err(CallError::options)?;
+        let Common {
+            cfg,
+            signal,
+            idem,
+            breaker_key,
+        } = self.common(&r)?;
+        // The Request sees the caller's init minus the signal: each attempt
+        // gets its own, linked to the caller's.
+        let plain = js_sys::Object::new();
+        if init.is_object() {
+            js_sys::Object::assign(&plain, init.unchecked_ref());
+            let _ = js_sys::Reflect::delete_property(&plain, &JsValue::from_str("signal"));
+        }
+        let plain: RequestInit = plain.unchecked_into();
+        let (request, url, signal) = if let Some(req) = input.dyn_ref::<Request>() {
+            let url = self.resolve_url(&JsValue::from_str(&req.url()))?;
+            let request = Request::new_with_request_and_init(req, &plain)
+                .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
+            (request, url, signal.or_else(|| Some(req.signal())))
+        } else {
+            let url = self.resolve_url(input)?;
+            let request = Request::new_with_str_and_init(&url.href(), &plain)
+                .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
+            (request, url, signal)
+        };
+        let headers = request.headers();
+        for (k, v) in &self.headers {
+            if !headers.has(k).unwrap_or(true) {
+                let _ = headers.set(k, v);
+            }
+        }
+        if let Some(k) = &idem {
+            let _ = headers.set("Idempotency-Key", k);
+        }
+        Ok((
+            self.call(&url, request, Mode::Fetch, cfg, idem.is_some(), breaker_key),
+            signal,
+        ))
+    }
+
+    fn call(
+        &self,
+        url: &Url,
+        request: Request,
+        mode: Mode,
+        cfg: CallConfig,
+        has_key: bool,
+        breaker_key: Option<String>,
+    ) -> Call {
+        let method = request.method();
+        let breaker_key =
+            breaker_key.unwrap_or_else(|| format!("{method} {}{}", url.origin(), url.pathname()));
+        Call {
+            request_id: self.request_id(),
+            method,
+            url: url.href(),
+            request,
+            mode,
+            cfg,
+            has_key,
+            breaker_key,
+            cancel: Cancel::default(),
+            dedupe_key: None,
+        }
+    }
+}
+
+/// Calls are identical when method, absolute URL, headers and response
+/// type all match. `Headers` iterates sorted, lower-cased names.
+fn dedupe_key(method: &str, url: &Url, headers: &Headers, rt: ResponseType) -> String {
+    let mut key = format!("{method} {rt:?} {}", url.href());
+    if let Ok(Some(entries)) = js_sys::try_iter(headers) {
+        for pair in entries.flatten() {
+            let pair: Array = pair.unchecked_into();
+            key.push('\n');
+            key.push_str(&pair.get(0).as_string().unwrap_or_default());
+            key.push(':');
+            key.push_str(&pair.get(1).as_string().unwrap_or_default());
+        }
+    }
+    key
+}
+
+fn check_headers(headers: &[(String, String)], option: &str) -> Result<(), CallError> {
+    let h = Headers::new().map_err(|_| opt_err(option, "unsupported"))?;
+    for (k, v) in headers {
+        h.append(k, v)
+            .map_err(|_| opt_err(option, "holds an invalid header name or value"))?;
+    }
+    Ok(())
+}
+
+fn normalize_method(m: &str) -> Result<String, CallError> {
+    let token = !m.is_empty()
+        && m.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return Err(opt_err("method", "is not an HTTP method token"));
+    }
+    Ok(m.to_ascii_uppercase())
+}
+
+fn append_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
+    if query.is_null() {
+        return Ok(());
+    }
+    if !query.is_object() || Array::is_array(query) {
+        return Err(opt_err("query", "must be an object"));
+    }
+    let params = url.search_params();
+    for e in js_sys::Object::entries(query.unchecked_ref()).iter() {
+        let pair: Array = e.unchecked_into();
+        let k = pair.get(0).as_string().unwrap_or_default();
+        let v = pair.get(1);
+        let text = if let Some(s) = v.as_string() {
+            s
+        } else if let Some(n) = v.as_f64() {
+            if !n.is_finite() {
+                return Err(opt_err("query", "numbers must be finite"));
+            }
+            String::from(js_sys::JsString::from(v))
+        } else if let Some(b) = v.as_bool() {
+            b.to_string()
+        } else {
+            return Err(opt_err(
+                "query",
+                "values must be strings, numbers or booleans",
+            ));
+        };
+        params.append(&k, &text);
+    }
+    Ok(())
+}
+
+/// Plain objects and arrays go as JSON; every other BodyInit as it is.
+fn encode_body(body: &JsValue, headers: &Headers) -> Result<JsValue, CallError> {
+    let plain = Array::is_array(body)
+        || (body.is_object() && {
+            let proto = js_sys::Object::get_prototype_of(body);
+            proto.is_null() || proto == js_sys::Object::get_prototype_of(&js_sys::Object::new())
+        });
+    if !plain {
+        return Ok(body.clone());
+    }
+    let text = js_sys::JSON::stringify(body)
+        .map_err(|_| opt_err("body", "could not be encoded as JSON"))?;
+    if !headers.has("content-type").unwrap_or(false) {
+        let _ = headers.set("content-type", "application/json");
+    }
+    Ok(text.into())
+}

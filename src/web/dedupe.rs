@@ -1,0 +1,85 @@
+//! Identical concurrent GETs share one network call.
+//!
+//! The first caller starts a *flight*: the call runs with no caller signal
+//! of its own, and every caller (the first included) waits on it through
+//! its own gate. A caller's abort detaches only that caller; the network
+//! call is aborted when the last caller still waiting has aborted.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+use web_sys::AbortSignal;
+
+use super::cancel::{AbortLink, Cancel, CancelReason, Gate, Wake};
+use super::errors::{CallError, ErrorKind};
+
+type Outcome = Result<JsValue, JsValue>;
+
+#[derive(Default)]
+struct FlightState {
+    waiting: u32,
+    gates: Vec<Gate>,
+    result: Option<Outcome>,
+}
+
+/// One shared network call and the callers waiting on it.
+#[derive(Default)]
+pub struct Flight {
+    /// The network call's own cancel state.
+    pub cancel: Cancel,
+    st: RefCell<FlightState>,
+}
+
+impl Flight {
+    /// Hands the network call's outcome to every caller still waiting.
+    pub fn finish(&self, outcome: Outcome) {
+        let gates = {
+            let mut st = self.st.borrow_mut();
+            st.result = Some(outcome);
+            std::mem::take(&mut st.gates)
+        };
+        for g in gates {
+            g.open(Wake::Done);
+        }
+    }
+
+    /// Waits for the shared outcome, or for this caller's own abort.
+    pub async fn join(&self, signal: Option<AbortSignal>) -> Outcome {
+        let gate = Gate::new();
+        {
+            let mut st = self.st.borrow_mut();
+            if let Some(r) = &st.result {
+                return r.clone();
+            }
+            st.waiting += 1;
+            st.gates.push(gate.clone());
+        }
+        let reason = Rc::new(RefCell::new(JsValue::UNDEFINED));
+        let _link = signal.as_ref().and_then(|s| {
+            let (g, r, sig) = (gate.clone(), reason.clone(), s.clone());
+            AbortLink::new(s, move || {
+                *r.borrow_mut() = sig.reason();
+                g.open(Wake::Cancelled);
+            })
+        });
+        if gate.wait().await != Wake::Cancelled {
+            return self
+                .st
+                .borrow()
+                .result
+                .clone()
+                .unwrap_or(Err(JsValue::UNDEFINED));
+        }
+        let reason = reason.borrow().clone();
+        let last = {
+            let mut st = self.st.borrow_mut();
+            st.waiting = st.waiting.saturating_sub(1);
+            st.waiting == 0 && st.result.is_none()
+        };
+        if last {
+            self.cancel.cancel(CancelReason::Caller(reason.clone()));
+        }
+        Err(CallError::new(ErrorKind::Abort { reason }).to_js())
+    }
+}

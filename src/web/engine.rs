@@ -1,0 +1,496 @@
+//! The call loop: breaker, concurrency slot, attempt, verdict, budget,
+//! backoff — each decision taken by the policy core, each wait cancellable.
+//!
+//! `Engine` is shared (`Rc`) by the `Client` and every call in flight. Its
+//! mutable state sits in one `RefCell` that is never held across an
+//! `await` or while a JS listener runs.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use js_sys::Function;
+use wasm_bindgen::prelude::*;
+use web_sys::{AbortSignal, Request};
+
+use super::cancel::{gate_timer, AbortLink, Cancel, CancelReason, Gate, Wake};
+use super::convert::Obj;
+use super::dedupe::Flight;
+use super::errors::{CallError, ErrorKind};
+use super::fetch::{self, AttemptEnd, Mode};
+use super::host::{epoch_ms, now_ms, rand01};
+use crate::policy::backoff::{parse_retry_after, Backoff};
+use crate::policy::breaker::{Breakers, Permit, State as BreakerState};
+use crate::policy::budget::RetryBudget;
+use crate::policy::classify::{plan_retry, sample, Outcome, RetryDenied, RetryInput, Sample};
+use crate::policy::deadline::Deadline;
+use crate::policy::limiter::{Acquire, Limiter, WaiterId};
+use crate::policy::options::{CallConfig, ClientConfig, RetryConfig};
+use crate::policy::stats::Stats;
+
+/// Everything one logical call needs, fixed before its first attempt.
+pub struct Call {
+    pub request_id: String,
+    pub method: String,
+    /// The absolute URL without userinfo, for events.
+    pub url: String,
+    /// The request every attempt clones.
+    pub request: Request,
+    pub mode: Mode,
+    pub cfg: CallConfig,
+    pub has_key: bool,
+    pub breaker_key: String,
+    pub cancel: Cancel,
+    /// Set for `request()` GET/HEAD calls that may share a flight.
+    pub dedupe_key: Option<String>,
+}
+
+pub struct Listener {
+    pub id: u32,
+    pub event: String,
+    pub func: Function,
+}
+
+pub struct State {
+    pub stats: Stats,
+    pub budget: Option<RetryBudget>,
+    pub breakers: Option<Breakers>,
+    pub limiter: Limiter,
+    /// Queued calls by waiter id: the gate a freed slot opens.
+    pub waiters: HashMap<WaiterId, Gate>,
+    /// Calls in progress, so `close()` can cancel them.
+    pub calls: HashMap<u64, Cancel>,
+    pub listeners: Vec<Listener>,
+    /// Shared network calls in flight, by dedupe key.
+    pub flights: HashMap<String, Rc<Flight>>,
+    pub next_id: u64,
+    pub closed: bool,
+}
+
+pub struct Engine {
+    pub cfg: ClientConfig,
+    pub st: RefCell<State>,
+}
+
+impl Engine {
+    pub fn new(cfg: ClientConfig) -> Engine {
+        let limiter = match &cfg.concurrency {
+            Some(c) => Limiter::new(c),
+            None => Limiter::unlimited(),
+        };
+        let st = State {
+            stats: Stats::default(),
+            budget: cfg.budget.as_ref().map(RetryBudget::new),
+            breakers: cfg.breaker.clone().map(Breakers::new),
+            limiter,
+            waiters: HashMap::new(),
+            calls: HashMap::new(),
+            listeners: Vec::new(),
+            flights: HashMap::new(),
+            next_id: 0,
+            closed: false,
+        };
+        Engine {
+            cfg,
+            st: RefCell::new(st),
+        }
+    }
+
+    pub fn next_id(&self) -> u64 {
+        let mut st = self.st.borrow_mut();
+        st.next_id += 1;
+        st.next_id
+    }
+
+    /// Calls `build` and every listener of `event`, only if there is one.
+    pub fn emit(&self, event: &str, request_id: &str, build: impl FnOnce(&Obj)) {
+        let funcs: Vec<Function> = self
+            .st
+            .borrow()
+            .listeners
+            .iter()
+            .filter(|l| l.event == event)
+            .map(|l| l.func.clone())
+            .collect();
+        if funcs.is_empty() {
+            return;
+        }
+        let o = Obj::new();
+        o.set("type", event).set("requestId", request_id);
+        build(&o);
+        let ev = o.into_js();
+        for f in funcs {
+            // A listener that throws must not break the call.
+            let _ = f.call1(&JsValue::NULL, &ev);
+        }
+    }
+
+    fn emit_call(&self, event: &str, call: &Call, attempt: u32, build: impl FnOnce(&Obj)) {
+        self.emit(event, &call.request_id, |o| {
+            o.set("method", call.method.as_str())
+                .set("url", call.url.as_str())
+                .set("attempt", attempt);
+            build(o);
+        });
+    }
+
+    /// Emits the breaker transitions the policy core recorded.
+    fn flush_transitions(&self, request_id: &str) {
+        let transitions = match self.st.borrow_mut().breakers.as_mut() {
+            Some(b) => b.drain_transitions(),
+            None => return,
+        };
+        for t in transitions {
+            if t.to == BreakerState::Open {
+                self.st.borrow_mut().stats.breaker_opens += 1;
+            }
+            // Open -> half-open happens with time, not because of this call.
+            let id = if t.to == BreakerState::HalfOpen {
+                ""
+            } else {
+                request_id
+            };
+            self.emit("breaker", id, |o| {
+                o.set("key", t.key.as_str())
+                    .set("from", t.from.as_str())
+                    .set("to", t.to.as_str());
+            });
+        }
+    }
+
+    fn breaker_acquire(&self, call: &Call) -> Result<Option<Permit>, f64> {
+        let res = match self.st.borrow_mut().breakers.as_mut() {
+            Some(b) => b.acquire(&call.breaker_key, now_ms()).map(Some),
+            None => return Ok(None),
+        };
+        self.flush_transitions(&call.request_id);
+        res
+    }
+
+    fn breaker_record(&self, call: &Call, permit: Option<Permit>, s: Sample) {
+        let Some(permit) = permit else { return };
+        if let Some(b) = self.st.borrow_mut().breakers.as_mut() {
+            b.record(&call.breaker_key, permit, s, now_ms());
+        }
+        self.flush_transitions(&call.request_id);
+    }
+
+    /// Takes a concurrency slot, waiting FIFO if need be. The wait ends at
+    /// the deadline or when the call is cancelled.
+    async fn acquire_slot(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
+        let acquired = self.st.borrow_mut().limiter.try_acquire();
+        let id = match acquired {
+            Acquire::Granted => return Ok(()),
+            Acquire::Full => {
+                self.st.borrow_mut().stats.queue_rejected += 1;
+                return Err(CallError::new(ErrorKind::QueueFull));
+            }
+            Acquire::Queued(id) => id,
+        };
+        let gate = Gate::new();
+        self.st.borrow_mut().waiters.insert(id, gate.clone());
+        call.cancel.set_gate(Some(gate.clone()));
+        let wake = {
+            let _timer = gate_timer(&gate, deadline.remaining(now_ms()));
+            gate.wait().await
+        };
+        call.cancel.set_gate(None);
+        let granted_meanwhile = {
+            let mut st = self.st.borrow_mut();
+            st.waiters.remove(&id);
+            wake != Wake::Granted && !st.limiter.cancel(id)
+        };
+        match wake {
+            Wake::Granted => Ok(()),
+            other => {
+                if granted_meanwhile {
+                    // The slot reached us as we gave up: pass it on.
+                    self.release_slot();
+                }
+                Err(if other == Wake::Timer {
+                    CallError::new(ErrorKind::Timeout { phase: "queue" })
+                } else {
+                    abort_error(&call.cancel)
+                })
+            }
+        }
+    }
+
+    /// Frees a slot; if a call is queued, the slot goes straight to it.
+    pub fn release_slot(&self) {
+        loop {
+            let next = {
+                let mut st = self.st.borrow_mut();
+                st.limiter
+                    .release()
+                    .map(|id| st.waiters.remove(&id).ok_or(id))
+            };
+            match next {
+                None => return,
+                Some(Ok(gate)) => {
+                    gate.open(Wake::Granted);
+                    return;
+                }
+                // A waiter that is already gone: give its slot back.
+                Some(Err(_)) => continue,
+            }
+        }
+    }
+
+    /// Runs a call to its end: resolves with the value of its last attempt
+    /// or rejects with a descriptor of the reason it stopped.
+    pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
+        let deadline = Deadline::new(now_ms(), call.cfg.deadline_ms);
+        self.st.borrow_mut().stats.requests += 1;
+        let mut attempts = 0;
+        let result = self.attempts(call, &deadline, &mut attempts).await;
+        result.map_err(|mut e| {
+            e.request_id.clone_from(&call.request_id);
+            e.attempts = attempts;
+            e.elapsed_ms = deadline.elapsed(now_ms());
+            self.st.borrow_mut().stats.failures += 1;
+            self.emit_call("giveUp", call, attempts, |o| {
+                o.set("elapsedMs", e.elapsed_ms).set("errorName", e.name());
+                if let ErrorKind::Http { status, .. } = e.kind {
+                    o.set("status", status);
+                }
+            });
+            e.to_js()
+        })
+    }
+
+    async fn attempts(
+        &self,
+        call: &Call,
+        deadline: &Deadline,
+        attempts: &mut u32,
+    ) -> Result<JsValue, CallError> {
+        let retry = call.cfg.retry.clone().unwrap_or_else(RetryConfig::off);
+        let mut backoff = Backoff::from_config(&retry);
+        loop {
+            if call.cancel.is_cancelled() {
+                return Err(abort_error(&call.cancel));
+            }
+            if deadline.expired(now_ms()) {
+                return Err(CallError::new(ErrorKind::Timeout { phase: "deadline" }));
+            }
+            let permit = self.breaker_acquire(call).map_err(|retry_in_ms| {
+                CallError::new(ErrorKind::CircuitOpen {
+                    key: call.breaker_key.clone(),
+                    retry_in_ms,
+                })
+            })?;
+            if let Err(e) = self.acquire_slot(call, deadline).await {
+                self.breaker_record(call, permit, Sample::Ignored);
+                return Err(e);
+            }
+            *attempts += 1;
+            let now = now_ms();
+            {
+                let mut st = self.st.borrow_mut();
+                st.stats.attempts += 1;
+                if *attempts == 1 {
+                    if let Some(b) = st.budget.as_mut() {
+                        b.record_call(now);
+                    }
+                }
+            }
+            let remaining = deadline.remaining(now);
+            self.emit_call("attempt", call, *attempts, |o| {
+                o.set("elapsedMs", deadline.elapsed(now))
+                    .set("remainingMs", remaining);
+            });
+            let (timeout_ms, phase) = if remaining < call.cfg.timeout_ms {
+                (remaining, "deadline")
+            } else {
+                (call.cfg.timeout_ms, "attempt")
+            };
+            let end = fetch::attempt(&call.request, call.mode, &call.cancel, timeout_ms).await;
+            self.release_slot();
+
+            let failure_statuses = self.cfg.failure_statuses();
+            let (outcome, mut err, response, retry_after) = match end {
+                AttemptEnd::Done(v) => {
+                    self.breaker_record(call, permit, Sample::Success);
+                    return Ok(v);
+                }
+                AttemptEnd::Parse(cause) => {
+                    // The server answered: not a breaker failure.
+                    self.breaker_record(call, permit, Sample::Success);
+                    return Err(CallError::new(ErrorKind::Parse { cause }));
+                }
+                AttemptEnd::Cancelled => {
+                    self.breaker_record(call, permit, Sample::Ignored);
+                    return Err(abort_error(&call.cancel));
+                }
+                AttemptEnd::Timeout => {
+                    self.st.borrow_mut().stats.timeouts += 1;
+                    self.emit_call("timeout", call, *attempts, |o| {
+                        o.set("elapsedMs", deadline.elapsed(now_ms()));
+                    });
+                    let e = CallError::new(ErrorKind::Timeout { phase });
+                    (Outcome::Timeout, e, None, None)
+                }
+                AttemptEnd::Network(cause) => {
+                    let e = CallError::new(ErrorKind::Network { cause });
+                    (Outcome::Network, e, None, None)
+                }
+                AttemptEnd::Status {
+                    status,
+                    status_text,
+                    retry_after,
+                    response,
+                    body,
+                } => {
+                    let e = CallError::new(ErrorKind::Http {
+                        status,
+                        status_text,
+                        body,
+                    });
+                    let ra = if retry.retry_after && (status == 429 || status == 503) {
+                        retry_after.and_then(|v| parse_retry_after(&v, epoch_ms()))
+                    } else {
+                        None
+                    };
+                    (Outcome::Status(status), e, Some(response), ra)
+                }
+            };
+            self.breaker_record(call, permit, sample(outcome, failure_statuses));
+
+            let now = now_ms();
+            let input = RetryInput {
+                outcome,
+                attempts_made: *attempts,
+                method: &call.method,
+                has_idempotency_key: call.has_key,
+                retry_after_ms: retry_after,
+                remaining_ms: deadline.remaining(now),
+            };
+            let verdict = plan_retry(&retry, &mut backoff, &input, rand01()).and_then(|delay| {
+                let mut st = self.st.borrow_mut();
+                let allowed = st.budget.as_mut().is_none_or(|b| b.try_retry(now));
+                if allowed {
+                    Ok(delay)
+                } else {
+                    st.stats.budget_denied += 1;
+                    Err(RetryDenied::Budget)
+                }
+            });
+            let delay = match verdict {
+                Ok(delay) => delay,
+                Err(denied) => {
+                    // fetch() resolves with the final Response whatever its status.
+                    if let (Mode::Fetch, Some(resp)) = (call.mode, response) {
+                        return Ok(resp.into());
+                    }
+                    err.retry_denied = Some(denied);
+                    return Err(err);
+                }
+            };
+            if let Some(resp) = &response {
+                fetch::discard(resp);
+            }
+            self.st.borrow_mut().stats.retries += 1;
+            self.emit_call("retry", call, *attempts, |o| {
+                o.set("delayMs", delay).set("errorName", err.name());
+                if let ErrorKind::Http { status, .. } = err.kind {
+                    o.set("status", status);
+                }
+            });
+            if call.cancel.sleep(delay).await == Wake::Cancelled {
+                return Err(abort_error(&call.cancel));
+            }
+        }
+    }
+
+    /// Runs a call to its end as its caller sees it: refused once the
+    /// client is closed, cancelled by the caller's signal and by `close()`,
+    /// and sharing the network call of an identical GET already in flight.
+    pub async fn call(
+        self: Rc<Self>,
+        call: Call,
+        signal: Option<AbortSignal>,
+    ) -> Result<JsValue, JsValue> {
+        let Some(key) = call.dedupe_key.clone() else {
+            return self.run_linked(call, signal).await;
+        };
+        let joined = self.st.borrow().flights.get(&key).cloned();
+        let flight = match joined {
+            Some(f) => {
+                let mut st = self.st.borrow_mut();
+                st.stats.requests += 1;
+                st.stats.deduped += 1;
+                f
+            }
+            None => {
+                let flight = Rc::new(Flight::default());
+                self.st
+                    .borrow_mut()
+                    .flights
+                    .insert(key.clone(), flight.clone());
+                let (engine, f) = (self.clone(), flight.clone());
+                wasm_bindgen_futures::spawn_local(async move {
+                    let call = Call {
+                        cancel: f.cancel.clone(),
+                        ..call
+                    };
+                    let outcome = engine.clone().run_linked(call, None).await;
+                    {
+                        let mut st = engine.st.borrow_mut();
+                        if st.flights.get(&key).is_some_and(|x| Rc::ptr_eq(x, &f)) {
+                            st.flights.remove(&key);
+                        }
+                    }
+                    f.finish(outcome);
+                });
+                flight
+            }
+        };
+        flight.join(signal).await
+    }
+
+    async fn run_linked(
+        self: Rc<Self>,
+        call: Call,
+        signal: Option<AbortSignal>,
+    ) -> Result<JsValue, JsValue> {
+        let id = self.next_id();
+        {
+            let mut st = self.st.borrow_mut();
+            if st.closed {
+                drop(st);
+                call.cancel.cancel(CancelReason::Closed);
+                return Err(abort_error(&call.cancel).to_js());
+            }
+            st.calls.insert(id, call.cancel.clone());
+        }
+        let _link = signal.as_ref().and_then(|s| {
+            let (cancel, sig) = (call.cancel.clone(), s.clone());
+            AbortLink::new(s, move || cancel.cancel(CancelReason::Caller(sig.reason())))
+        });
+        let result = self.run(&call).await;
+        self.st.borrow_mut().calls.remove(&id);
+        result
+    }
+
+    /// `close()`: cancels every call in progress; later calls are refused.
+    pub fn close(&self) {
+        let calls: Vec<Cancel> = {
+            let mut st = self.st.borrow_mut();
+            st.closed = true;
+            st.calls.drain().map(|(_, c)| c).collect()
+        };
+        for c in calls {
+            c.cancel(CancelReason::Closed);
+        }
+    }
+}
+
+/// The AbortError for a cancelled call, carrying the signal's reason.
+pub fn abort_error(cancel: &Cancel) -> CallError {
+    let reason = match cancel.reason() {
+        Some(CancelReason::Caller(r)) => r,
+        Some(CancelReason::Closed) | None => JsValue::from_str("client closed"),
+    };
+    CallError::new(ErrorKind::Abort { reason })
+}

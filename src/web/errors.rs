@@ -1,0 +1,142 @@
+//! Call failures as plain descriptors. The JS wrapper turns each into an
+//! instance of its exported class (`TimeoutError`, `HttpError`, ...), so
+//! `instanceof` works and the classes live in one place.
+
+use wasm_bindgen::prelude::*;
+
+use super::convert::Obj;
+use crate::policy::classify::RetryDenied;
+use crate::policy::options::OptionsError;
+
+pub enum ErrorKind {
+    Timeout {
+        phase: &'static str,
+    },
+    Abort {
+        reason: JsValue,
+    },
+    Network {
+        cause: JsValue,
+    },
+    Http {
+        status: u16,
+        status_text: String,
+        body: JsValue,
+    },
+    CircuitOpen {
+        key: String,
+        retry_in_ms: f64,
+    },
+    QueueFull,
+    Parse {
+        cause: JsValue,
+    },
+    Options {
+        option: String,
+        reason: String,
+    },
+}
+
+pub struct CallError {
+    pub kind: ErrorKind,
+    pub retry_denied: Option<RetryDenied>,
+    pub request_id: String,
+    pub attempts: u32,
+    pub elapsed_ms: f64,
+}
+
+impl CallError {
+    pub fn new(kind: ErrorKind) -> CallError {
+        CallError {
+            kind,
+            retry_denied: None,
+            request_id: String::new(),
+            attempts: 0,
+            elapsed_ms: 0.0,
+        }
+    }
+
+    pub fn options(e: OptionsError) -> CallError {
+        CallError::new(ErrorKind::Options {
+            option: e.option,
+            reason: e.reason,
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            ErrorKind::Timeout { .. } => "TimeoutError",
+            ErrorKind::Abort { .. } => "AbortError",
+            ErrorKind::Network { .. } => "NetworkError",
+            ErrorKind::Http { .. } => "HttpError",
+            ErrorKind::CircuitOpen { .. } => "CircuitOpenError",
+            ErrorKind::QueueFull => "QueueFullError",
+            ErrorKind::Parse { .. } => "ParseError",
+            ErrorKind::Options { .. } => "OptionsError",
+        }
+    }
+
+    fn message(&self) -> String {
+        match &self.kind {
+            ErrorKind::Timeout { phase } => match *phase {
+                "queue" => "deadline passed while waiting for a concurrency slot".into(),
+                "deadline" => "call deadline exceeded".into(),
+                _ => "attempt timed out".into(),
+            },
+            ErrorKind::Abort { .. } => "call aborted".into(),
+            ErrorKind::Network { .. } => "network error".into(),
+            ErrorKind::Http {
+                status,
+                status_text,
+                ..
+            } => format!("HTTP {status} {status_text}")
+                .trim_end()
+                .to_string(),
+            ErrorKind::CircuitOpen { key, .. } => format!("circuit open for {key}"),
+            ErrorKind::QueueFull => "concurrency queue is full".into(),
+            ErrorKind::Parse { .. } => "response body could not be parsed".into(),
+            ErrorKind::Options { option, reason } => format!("invalid option {option}: {reason}"),
+        }
+    }
+
+    /// The descriptor the JS wrapper turns into an error instance.
+    pub fn to_js(&self) -> JsValue {
+        let o = Obj::new();
+        o.set("name", self.name())
+            .set("message", self.message())
+            .set("requestId", self.request_id.as_str())
+            .set("attempts", self.attempts)
+            .set("elapsedMs", self.elapsed_ms);
+        if let Some(d) = self.retry_denied {
+            o.set("retryDenied", d.as_str());
+        }
+        match &self.kind {
+            ErrorKind::Timeout { phase } => {
+                o.set("phase", *phase);
+            }
+            ErrorKind::Abort { reason } => {
+                o.set("reason", reason.clone());
+            }
+            ErrorKind::Network { cause } | ErrorKind::Parse { cause } => {
+                o.set("cause", cause.clone());
+            }
+            ErrorKind::Http {
+                status,
+                status_text,
+                body,
+            } => {
+                o.set("status", *status)
+                    .set("statusText", status_text.as_str())
+                    .set("body", body.clone());
+            }
+            ErrorKind::CircuitOpen { key, retry_in_ms } => {
+                o.set("key", key.as_str()).set("retryInMs", *retry_in_ms);
+            }
+            ErrorKind::QueueFull => {}
+            ErrorKind::Options { option, .. } => {
+                o.set("option", option.as_str());
+            }
+        }
+        o.into_js()
+    }
+}

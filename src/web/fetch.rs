@@ -1,0 +1,181 @@
+//! One attempt: a fresh `AbortController` per attempt, the attempt timer, the
+//! host's `fetch`, and the body read that belongs to the attempt.
+//!
+//! For `request()` an attempt lasts until its body is read and parsed, so
+//! the timer and the caller's signal reach the body read too; for `fetch()`
+//! it ends when the headers arrive and the body is the caller's.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use gloo_timers::callback::Timeout;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortController, Request, RequestInit, Response};
+
+use super::cancel::{clamp_ms, Cancel};
+use super::convert::get;
+use super::host::{global_fetch, json_parse};
+
+/// What a call resolves with.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ResponseType {
+    Json,
+    Text,
+    Bytes,
+    Response,
+}
+
+impl ResponseType {
+    pub fn parse(s: &str) -> Option<ResponseType> {
+        match s {
+            "json" => Some(ResponseType::Json),
+            "text" => Some(ResponseType::Text),
+            "bytes" => Some(ResponseType::Bytes),
+            "response" => Some(ResponseType::Response),
+            _ => None,
+        }
+    }
+}
+
+/// `request()` reads and parses the body; `fetch()` hands back the Response.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Request(ResponseType),
+    Fetch,
+}
+
+/// How an attempt ended.
+pub enum AttemptEnd {
+    /// 2xx: the parsed body (`request()`) or the Response (`fetch()`).
+    Done(JsValue),
+    /// A non-2xx answer. `body` is the first 1024 UTF-16 units of the text
+    /// for `request()` (the rest is never read), undefined for `fetch()`.
+    Status {
+        status: u16,
+        status_text: String,
+        retry_after: Option<String>,
+        response: Response,
+        body: JsValue,
+    },
+    Network(JsValue),
+    Timeout,
+    Cancelled,
+    Parse(JsValue),
+}
+
+/// The most of an error body that is ever read, in UTF-16 code units.
+pub const ERROR_BODY_CHARS: u32 = 1024;
+
+/// Runs one attempt of `base` with its own controller and a timer of
+/// `timeout_ms`. The controller is registered with `cancel`, so a caller
+/// abort or `close()` aborts the network request itself.
+pub async fn attempt(base: &Request, mode: Mode, cancel: &Cancel, timeout_ms: f64) -> AttemptEnd {
+    if cancel.is_cancelled() {
+        return AttemptEnd::Cancelled;
+    }
+    let ctl = match AbortController::new() {
+        Ok(c) => c,
+        Err(e) => return AttemptEnd::Network(e),
+    };
+    cancel.set_attempt(Some(ctl.clone()));
+    let timed_out = Rc::new(Cell::new(false));
+    let _timer = {
+        let (ctl, timed_out) = (ctl.clone(), timed_out.clone());
+        Timeout::new(clamp_ms(timeout_ms), move || {
+            timed_out.set(true);
+            ctl.abort();
+        })
+    };
+    let end = run(base, mode, &ctl).await;
+    cancel.set_attempt(None);
+    match end {
+        Ok(end) => end,
+        Err(_) if cancel.is_cancelled() => AttemptEnd::Cancelled,
+        Err(_) if timed_out.get() => AttemptEnd::Timeout,
+        Err(e) => AttemptEnd::Network(e),
+    }
+}
+
+async fn run(base: &Request, mode: Mode, ctl: &AbortController) -> Result<AttemptEnd, JsValue> {
+    let init = RequestInit::new();
+    init.set_signal(Some(&ctl.signal()));
+    let req = Request::new_with_request_and_init(&base.clone()?, &init)?;
+    let resp: Response = JsFuture::from(global_fetch(&req)).await?.unchecked_into();
+    let status = resp.status();
+    if !(200..300).contains(&status) {
+        let retry_after = resp.headers().get("retry-after").ok().flatten();
+        let body = match mode {
+            Mode::Request(_) => read_prefix(&resp, ERROR_BODY_CHARS).await?,
+            Mode::Fetch => JsValue::UNDEFINED,
+        };
+        return Ok(AttemptEnd::Status {
+            status,
+            status_text: resp.status_text(),
+            retry_after,
+            response: resp,
+            body,
+        });
+    }
+    let value = match mode {
+        Mode::Fetch | Mode::Request(ResponseType::Response) => resp.into(),
+        Mode::Request(ResponseType::Text) => JsFuture::from(resp.text()?).await?,
+        Mode::Request(ResponseType::Bytes) => {
+            let buf = JsFuture::from(resp.array_buffer()?).await?;
+            js_sys::Uint8Array::new(&buf).into()
+        }
+        Mode::Request(ResponseType::Json) => {
+            let text: js_sys::JsString = JsFuture::from(resp.text()?).await?.unchecked_into();
+            if text.trim().length() == 0 {
+                JsValue::UNDEFINED
+            } else {
+                match json_parse(&text) {
+                    Ok(v) => v,
+                    Err(e) => return Ok(AttemptEnd::Parse(e)),
+                }
+            }
+        }
+    };
+    Ok(AttemptEnd::Done(value))
+}
+
+/// Reads at most `max` UTF-16 units of the body as text, then cancels the
+/// stream so the rest is never downloaded.
+async fn read_prefix(resp: &Response, max: u32) -> Result<JsValue, JsValue> {
+    let Some(body) = resp.body() else {
+        return Ok(JsValue::from_str(""));
+    };
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let decoder = web_sys::TextDecoder::new()?;
+    let stream = web_sys::TextDecodeOptions::new();
+    stream.set_stream(true);
+    let mut text = js_sys::JsString::from("");
+    loop {
+        let chunk = JsFuture::from(reader.read()).await?;
+        if get(&chunk, "done")?.is_truthy() {
+            let tail = decoder.decode()?;
+            text = text.concat(&JsValue::from_str(&tail));
+            break;
+        }
+        let bytes: js_sys::Object = get(&chunk, "value")?.unchecked_into();
+        let part = decoder.decode_with_buffer_source_and_options(&bytes, &stream)?;
+        text = text.concat(&JsValue::from_str(&part));
+        if text.length() >= max {
+            let _ = reader.cancel();
+            break;
+        }
+    }
+    Ok(text.slice(0, max.min(text.length())).into())
+}
+
+/// Releases the body of a response that will not be handed to anyone.
+pub fn discard(resp: &Response) {
+    if let Some(body) = resp.body() {
+        // request() has already read (and cancelled) its prefix through a
+        // reader; a locked stream is not ours to cancel again.
+        if !body.locked() {
+            let _ = body.cancel();
+        }
+    }
+}

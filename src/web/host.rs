@@ -1,0 +1,74 @@
+//! Bindings to the host's globals (never `window`, so workers and Node work)
+//! and the two things the policy core asks of the outside: time and chance.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The global `fetch`, as a page, a worker and Node 20 all have it.
+    #[wasm_bindgen(js_name = fetch)]
+    pub fn global_fetch(request: &web_sys::Request) -> js_sys::Promise;
+
+    /// `JSON.parse` on a JS string, without a copy through Rust.
+    #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
+    pub fn json_parse(text: &js_sys::JsString) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+/// Monotonic clock in milliseconds: the only clock the engine reads.
+pub fn now_ms() -> f64 {
+    performance_now()
+}
+
+/// Wall clock, for Retry-After dates and cache ages.
+pub fn epoch_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// The page's own address, against which relative URLs resolve.
+pub fn location_href() -> Option<String> {
+    let loc = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("location")).ok()?;
+    if !loc.is_object() {
+        return None;
+    }
+    js_sys::Reflect::get(&loc, &JsValue::from_str("href"))
+        .ok()
+        .and_then(|v| v.as_string())
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    // crypto.getRandomValues cannot fail for small buffers in any host we
+    // support; if it ever did, zeros still give valid (if unjittered) delays.
+    let _ = getrandom::fill(&mut buf);
+    buf
+}
+
+/// Uniform in [0, 1) from the host's CSPRNG (crypto), never a fixed seed.
+pub fn rand01() -> f64 {
+    let bits = u64::from_le_bytes(random_bytes::<8>()) >> 11; // 53 bits
+    bits as f64 / (1u64 << 53) as f64
+}
+
+/// A random UUID v4, for `idempotencyKey: true`.
+pub fn uuid_v4() -> String {
+    let mut b = random_bytes::<16>();
+    if let Some(x) = b.get_mut(6) {
+        *x = (*x & 0x0f) | 0x40;
+    }
+    if let Some(x) = b.get_mut(8) {
+        *x = (*x & 0x3f) | 0x80;
+    }
+    let hex = |n: u8| char::from_digit(u32::from(n), 16).unwrap_or('0');
+    let mut s = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push(hex(byte >> 4));
+        s.push(hex(byte & 0x0f));
+    }
+    s
+}

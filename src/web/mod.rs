@@ -1,0 +1,18 @@
+//! The thin boundary between the policy core and the JavaScript host.
+//!
+//! Everything that touches a `JsValue` lives here; every decision is made by
+//! [`crate::policy`]. The host is any realm with a global `fetch`,
+//! `AbortController` and `performance.now()`: a page, a Web Worker or
+//! Node >= 20. That is why nothing here goes through `window`.
+
+mod cancel;
+mod client;
+mod convert;
+mod dedupe;
+mod engine;
+mod errors;
+mod fetch;
+mod host;
+mod options;
+
+pub use client::Client;

@@ -1,0 +1,258 @@
+//! Reading option objects from JS into the policy core's raw structs.
+//!
+//! Only types are checked here (a key of the wrong type is an
+//! `OptionsError` naming it); ranges and defaults are the policy core's
+//! (`ClientConfig::from_raw`), where native tests prove them. A getter that
+//! throws is reported as invalid, never propagated as a panic.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::convert::get;
+use crate::policy::options::{
+    OptionsError, RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency,
+    RawRetry, RawStorage, Toggle,
+};
+
+fn err(option: &str, reason: &str) -> OptionsError {
+    OptionsError {
+        option: option.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn join(prefix: &str, k: &str) -> String {
+    if prefix.is_empty() {
+        k.to_string()
+    } else {
+        format!("{prefix}.{k}")
+    }
+}
+
+/// A reader over one options object; `prefix` makes dotted option names.
+pub struct Reader<'a> {
+    obj: &'a JsValue,
+    prefix: &'a str,
+}
+
+impl<'a> Reader<'a> {
+    /// `undefined`/`null` read as an empty object; anything but an object is invalid.
+    pub fn new(obj: &'a JsValue, name: &'a str) -> Result<Reader<'a>, OptionsError> {
+        if !(obj.is_undefined() || obj.is_null() || obj.is_object()) || obj.is_function() {
+            return Err(err(name, "must be an object"));
+        }
+        Ok(Reader {
+            obj,
+            prefix: if name == "options" { "" } else { name },
+        })
+    }
+
+    /// The raw value, `None` when absent (`undefined`).
+    pub fn value(&self, k: &str) -> Result<Option<JsValue>, OptionsError> {
+        if !self.obj.is_object() {
+            return Ok(None);
+        }
+        match get(self.obj, k) {
+            Ok(v) if v.is_undefined() => Ok(None),
+            Ok(v) => Ok(Some(v)),
+            Err(_) => Err(err(&join(self.prefix, k), "could not be read")),
+        }
+    }
+
+    pub fn num(&self, k: &str) -> Result<Option<f64>, OptionsError> {
+        match self.value(k)? {
+            None => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| err(&join(self.prefix, k), "must be a number")),
+        }
+    }
+
+    pub fn bool(&self, k: &str) -> Result<Option<bool>, OptionsError> {
+        match self.value(k)? {
+            None => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| err(&join(self.prefix, k), "must be a boolean")),
+        }
+    }
+
+    pub fn string(&self, k: &str) -> Result<Option<String>, OptionsError> {
+        match self.value(k)? {
+            None => Ok(None),
+            Some(v) => v
+                .as_string()
+                .map(Some)
+                .ok_or_else(|| err(&join(self.prefix, k), "must be a string")),
+        }
+    }
+
+    fn array(&self, k: &str) -> Result<Option<js_sys::Array>, OptionsError> {
+        match self.value(k)? {
+            None => Ok(None),
+            Some(v) if js_sys::Array::is_array(&v) => Ok(Some(v.unchecked_into())),
+            Some(_) => Err(err(&join(self.prefix, k), "must be an array")),
+        }
+    }
+
+    pub fn numbers(&self, k: &str) -> Result<Option<Vec<f64>>, OptionsError> {
+        let Some(arr) = self.array(k)? else {
+            return Ok(None);
+        };
+        arr.iter()
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| err(&join(self.prefix, k), "must hold numbers only"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    pub fn strings(&self, k: &str) -> Result<Option<Vec<String>>, OptionsError> {
+        let Some(arr) = self.array(k)? else {
+            return Ok(None);
+        };
+        arr.iter()
+            .map(|v| {
+                v.as_string()
+                    .ok_or_else(|| err(&join(self.prefix, k), "must hold strings only"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    /// A `false | object` sub-option, read by `read`.
+    pub fn toggle<T>(
+        &self,
+        k: &str,
+        read: impl FnOnce(&Reader) -> Result<T, OptionsError>,
+    ) -> Result<Toggle<T>, OptionsError> {
+        match self.value(k)? {
+            None => Ok(Toggle::Default),
+            Some(v) if v.as_bool() == Some(false) => Ok(Toggle::Off),
+            Some(v) if v.is_object() && !v.is_function() => {
+                let name = join(self.prefix, k);
+                let sub = Reader {
+                    obj: &v,
+                    prefix: &name,
+                };
+                read(&sub).map(Toggle::On)
+            }
+            Some(_) => Err(err(&join(self.prefix, k), "must be false or an object")),
+        }
+    }
+
+    /// A `Record<string, string>` (headers, query values are read elsewhere).
+    pub fn string_record(&self, k: &str) -> Result<Vec<(String, String)>, OptionsError> {
+        let Some(v) = self.value(k)? else {
+            return Ok(Vec::new());
+        };
+        if !v.is_object() || v.is_function() || js_sys::Array::is_array(&v) {
+            return Err(err(&join(self.prefix, k), "must be an object of strings"));
+        }
+        let entries = js_sys::Object::entries(v.unchecked_ref());
+        let mut out = Vec::with_capacity(entries.length() as usize);
+        for e in entries.iter() {
+            let pair: js_sys::Array = e.unchecked_into();
+            match (pair.get(0).as_string(), pair.get(1).as_string()) {
+                (Some(name), Some(value)) => out.push((name, value)),
+                _ => return Err(err(&join(self.prefix, k), "values must be strings")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn read_retry(r: &Reader) -> Result<RawRetry, OptionsError> {
+    Ok(RawRetry {
+        max_attempts: r.num("maxAttempts")?,
+        base_delay_ms: r.num("baseDelayMs")?,
+        max_delay_ms: r.num("maxDelayMs")?,
+        jitter: r.string("jitter")?,
+        statuses: r.numbers("statuses")?,
+        methods: r.strings("methods")?,
+        retry_after: r.bool("retryAfter")?,
+        max_retry_after_ms: r.num("maxRetryAfterMs")?,
+    })
+}
+
+pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
+    Ok(RawClientOptions {
+        timeout_ms: r.num("timeoutMs")?,
+        gateway_timeout_ms: r.num("gatewayTimeoutMs")?,
+        deadline_ms: r.num("deadlineMs")?,
+        retry: r.toggle("retry", read_retry)?,
+        budget: r.toggle("budget", |r| {
+            Ok(RawBudget {
+                ratio: r.num("ratio")?,
+                min_retries: r.num("minRetries")?,
+                window_ms: r.num("windowMs")?,
+            })
+        })?,
+        breaker: r.toggle("breaker", |r| {
+            Ok(RawBreaker {
+                window_ms: r.num("windowMs")?,
+                min_samples: r.num("minSamples")?,
+                failure_rate: r.num("failureRate")?,
+                consecutive_failures: r.num("consecutiveFailures")?,
+                open_ms: r.num("openMs")?,
+                max_open_ms: r.num("maxOpenMs")?,
+                half_open_probes: r.num("halfOpenProbes")?,
+            })
+        })?,
+        concurrency: r.toggle("concurrency", |r| {
+            Ok(RawConcurrency {
+                max: r.num("max")?,
+                queue: r.num("queue")?,
+            })
+        })?,
+        dedupe: r.bool("dedupe")?,
+        storage: r.toggle("storage", |r| {
+            Ok(RawStorage {
+                prefix: r.string("prefix")?,
+                max_entry_bytes: r.num("maxEntryBytes")?,
+            })
+        })?,
+    })
+}
+
+pub fn read_call(r: &Reader) -> Result<RawCallOptions, OptionsError> {
+    Ok(RawCallOptions {
+        timeout_ms: r.num("timeoutMs")?,
+        deadline_ms: r.num("deadlineMs")?,
+        retry: r.toggle("retry", read_retry)?,
+    })
+}
+
+/// The caller's signal, if any; anything else under `signal` is invalid.
+pub fn read_signal(r: &Reader) -> Result<Option<web_sys::AbortSignal>, OptionsError> {
+    match r.value("signal")? {
+        None => Ok(None),
+        Some(v) if v.is_null() => Ok(None),
+        Some(v) => v
+            .dyn_into::<web_sys::AbortSignal>()
+            .map(Some)
+            .map_err(|_| err("signal", "must be an AbortSignal")),
+    }
+}
+
+/// `idempotencyKey: string | true`; `false`/absent means none.
+pub fn read_idempotency_key(r: &Reader) -> Result<Option<IdemKey>, OptionsError> {
+    match r.value("idempotencyKey")? {
+        None => Ok(None),
+        Some(v) if v.as_bool() == Some(true) => Ok(Some(IdemKey::Random)),
+        Some(v) if v.as_bool() == Some(false) => Ok(None),
+        Some(v) => match v.as_string() {
+            Some(s) if !s.is_empty() && s.len() <= 255 => Ok(Some(IdemKey::Given(s))),
+            Some(_) => Err(err("idempotencyKey", "must be 1 to 255 characters")),
+            None => Err(err("idempotencyKey", "must be a string or true")),
+        },
+    }
+}
+
+pub enum IdemKey {
+    Random,
+    Given(String),
+}

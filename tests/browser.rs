@@ -1,0 +1,615 @@
+//! Browser tests of the engine: wasm-bindgen-test in headless Chromium,
+//! against the fault server (`tests/server`), whose request log is the
+//! witness of what really went over the network. Run through `npm test`,
+//! which starts the server and passes its URL in STORMGUARD_FAULT_URL.
+#![cfg(target_arch = "wasm32")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use js_sys::Reflect;
+use stormguard::Client;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = fetch)]
+    fn plain_fetch(url: &str) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(f: &js_sys::Function, ms: i32) -> JsValue;
+    #[wasm_bindgen(js_namespace = JSON, js_name = parse)]
+    fn json_parse(s: &str) -> JsValue;
+}
+
+fn fault() -> &'static str {
+    match option_env!("STORMGUARD_FAULT_URL") {
+        Some(u) => u,
+        None => panic!("STORMGUARD_FAULT_URL is set by `npm test` (scripts/test.sh)"),
+    }
+}
+
+/// A test id unique per run, so reruns never read an old log.
+fn test_id(name: &str) -> String {
+    format!("{name}-{}", js_sys::Date::now())
+}
+
+fn url(path: &str, id: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{}{path}{sep}id={id}", fault())
+}
+
+fn obj(json: &str) -> JsValue {
+    json_parse(json)
+}
+
+fn get(v: &JsValue, k: &str) -> JsValue {
+    Reflect::get(v, &JsValue::from_str(k)).unwrap()
+}
+
+async fn sleep(ms: i32) {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        set_timeout(&resolve, ms);
+    });
+    JsFuture::from(p).await.unwrap();
+}
+
+/// The fault server's log of every request it received for `id`.
+async fn server_log(id: &str) -> js_sys::Array {
+    let resp: web_sys::Response = JsFuture::from(plain_fetch(&format!("{}/_log?id={id}", fault())))
+        .await
+        .unwrap()
+        .unchecked_into();
+    let log = JsFuture::from(resp.json().unwrap()).await.unwrap();
+    js_sys::Array::from(&log)
+        .iter()
+        .filter(|e| !get(e, "preflight").is_truthy())
+        .collect()
+}
+
+async fn request(client: &Client, u: &str, options: &str) -> Result<JsValue, JsValue> {
+    JsFuture::from(client.request(JsValue::from_str(u), obj(options))).await
+}
+
+#[wasm_bindgen_test]
+async fn get_resolves_with_parsed_json() {
+    let id = test_id("echo");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let body = request(&client, &url("/echo", &id), "{}").await.unwrap();
+    assert_eq!(get(&body, "method").as_string().unwrap(), "GET");
+    let stats = client.stats();
+    assert_eq!(get(&stats, "requests").as_f64(), Some(1.0));
+    assert_eq!(get(&stats, "attempts").as_f64(), Some(1.0));
+    assert_eq!(get(&stats, "amplification").as_f64(), Some(1.0));
+    assert_eq!(server_log(&id).await.length(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn attempt_timeout_really_aborts_the_request() {
+    let id = test_id("timeout");
+    let client = Client::new(obj(r#"{"timeoutMs": 300, "retry": false}"#)).unwrap();
+    let err = request(&client, &url("/hang", &id), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(get(&err, "name").as_string().unwrap(), "TimeoutError");
+    assert_eq!(get(&err, "phase").as_string().unwrap(), "attempt");
+    assert_eq!(get(&err, "attempts").as_f64(), Some(1.0));
+    // The server must see the connection closed, within 100 ms of the timeout.
+    let mut closed = JsValue::NULL;
+    for _ in 0..40 {
+        let log = server_log(&id).await;
+        closed = get(&log.get(0), "closedAt");
+        if !closed.is_null() && !closed.is_undefined() {
+            let arrived = get(&log.get(0), "t").as_f64().unwrap();
+            let held = closed.as_f64().unwrap() - arrived;
+            assert!(held < 300.0 + 100.0, "connection held {held} ms");
+            assert!(held > 200.0, "connection closed early: {held} ms");
+            break;
+        }
+        sleep(25).await;
+    }
+    assert!(
+        closed.as_f64().is_some(),
+        "server never saw the connection close"
+    );
+    assert_eq!(get(&client.stats(), "timeouts").as_f64(), Some(1.0));
+}
+
+#[wasm_bindgen_test]
+async fn invalid_options_name_the_option() {
+    let err = Client::new(obj(r#"{"retry": {"maxAttempts": 0}}"#))
+        .err()
+        .unwrap();
+    assert_eq!(get(&err, "name").as_string().unwrap(), "OptionsError");
+    assert_eq!(
+        get(&err, "option").as_string().unwrap(),
+        "retry.maxAttempts"
+    );
+    let err = Client::new(obj(r#"{"timeoutMs": "5"}"#)).err().unwrap();
+    assert_eq!(get(&err, "option").as_string().unwrap(), "timeoutMs");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let err = request(&client, "http://user:secret@127.0.0.1:1/", "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(get(&err, "option").as_string().unwrap(), "url");
+    let message = get(&err, "message").as_string().unwrap();
+    assert!(!message.contains("secret"), "{message}");
+}
+
+fn now() -> f64 {
+    js_sys::Date::now()
+}
+
+fn name(err: &JsValue) -> String {
+    get(err, "name").as_string().unwrap_or_default()
+}
+
+fn num(v: &JsValue, k: &str) -> f64 {
+    get(v, k).as_f64().unwrap_or(f64::NAN)
+}
+
+fn stat(client: &Client, k: &str) -> f64 {
+    num(&client.stats(), k)
+}
+
+/// `request()` with a caller signal merged into `options`.
+fn request_with_signal(
+    client: &Client,
+    u: &str,
+    options: &str,
+    signal: &web_sys::AbortSignal,
+) -> JsFuture {
+    let o = obj(options);
+    Reflect::set(&o, &JsValue::from_str("signal"), signal).unwrap();
+    JsFuture::from(client.request(JsValue::from_str(u), o))
+}
+
+async fn wait_for_log(id: &str, n: u32) -> js_sys::Array {
+    for _ in 0..80 {
+        let log = server_log(id).await;
+        if log.length() >= n {
+            return log;
+        }
+        sleep(25).await;
+    }
+    server_log(id).await
+}
+
+#[wasm_bindgen_test]
+async fn deadline_bounds_all_attempts_together() {
+    let id = test_id("deadline");
+    let client = Client::new(obj(
+        r#"{"timeoutMs": 300, "deadlineMs": 700, "retry": {"maxAttempts": 10, "baseDelayMs": 10, "maxDelayMs": 20}}"#,
+    ))
+    .unwrap();
+    let started = now();
+    let err = request(&client, &url("/hang", &id), "{}")
+        .await
+        .unwrap_err();
+    let took = now() - started;
+    assert_eq!(name(&err), "TimeoutError");
+    assert!(took < 700.0 + 100.0, "deadline overrun: {took} ms");
+    let attempts = num(&err, "attempts");
+    assert!((2.0..=3.0).contains(&attempts), "attempts {attempts}");
+    // Every attempt's connection was really closed.
+    sleep(100).await;
+    let log = server_log(&id).await;
+    assert_eq!(f64::from(log.length()), attempts);
+    for e in log.iter() {
+        assert!(get(&e, "closedAt").as_f64().is_some());
+    }
+}
+
+#[wasm_bindgen_test]
+async fn caller_abort_before_start_sends_nothing() {
+    let id = test_id("abort-before");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let ctl = web_sys::AbortController::new().unwrap();
+    ctl.abort_with_reason(&JsValue::from_str("user left"));
+    let err = request_with_signal(&client, &url("/echo", &id), "{}", &ctl.signal())
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "AbortError");
+    assert_eq!(get(&err, "reason").as_string().unwrap(), "user left");
+    sleep(50).await;
+    assert_eq!(server_log(&id).await.length(), 0);
+}
+
+#[wasm_bindgen_test]
+async fn caller_abort_during_attempt_closes_the_connection() {
+    let id = test_id("abort-attempt");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let ctl = web_sys::AbortController::new().unwrap();
+    let pending = request_with_signal(&client, &url("/hang", &id), "{}", &ctl.signal());
+    wait_for_log(&id, 1).await;
+    let aborted_at = now();
+    ctl.abort();
+    let err = pending.await.unwrap_err();
+    assert!(
+        now() - aborted_at < 50.0,
+        "abort took {} ms",
+        now() - aborted_at
+    );
+    assert_eq!(name(&err), "AbortError");
+    sleep(100).await;
+    let log = server_log(&id).await;
+    assert_eq!(log.length(), 1, "an aborted call is never retried");
+    assert!(get(&log.get(0), "closedAt").as_f64().is_some());
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+}
+
+#[wasm_bindgen_test]
+async fn caller_abort_during_backoff_sleep() {
+    let id = test_id("abort-backoff");
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 3000, "jitter": "none"}}"#)).unwrap();
+    let ctl = web_sys::AbortController::new().unwrap();
+    let pending = request_with_signal(&client, &url("/status/503", &id), "{}", &ctl.signal());
+    wait_for_log(&id, 1).await;
+    sleep(100).await;
+    let aborted_at = now();
+    ctl.abort();
+    let err = pending.await.unwrap_err();
+    assert!(now() - aborted_at < 50.0);
+    assert_eq!(name(&err), "AbortError");
+    sleep(100).await;
+    assert_eq!(server_log(&id).await.length(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn caller_abort_while_queued_leaks_no_slot() {
+    let id = test_id("abort-queued");
+    let client = Client::new(obj(r#"{"concurrency": {"max": 1, "queue": 5}}"#)).unwrap();
+    let holder = web_sys::AbortController::new().unwrap();
+    let first = request_with_signal(&client, &url("/hang", &id), "{}", &holder.signal());
+    let ctl = web_sys::AbortController::new().unwrap();
+    let queued = request_with_signal(&client, &url("/echo", &id), "{}", &ctl.signal());
+    wait_for_log(&id, 1).await;
+    assert_eq!(stat(&client, "queued"), 1.0);
+    let aborted_at = now();
+    ctl.abort();
+    let err = queued.await.unwrap_err();
+    assert!(now() - aborted_at < 50.0);
+    assert_eq!(name(&err), "AbortError");
+    holder.abort();
+    let _ = first.await;
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+    assert_eq!(stat(&client, "queued"), 0.0);
+    assert_eq!(
+        server_log(&id).await.length(),
+        1,
+        "the queued call never reached the server"
+    );
+    // The slot is free again.
+    request(&client, &url("/echo", &id), "{}").await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn retries_503_twice_then_resolves() {
+    let id = test_id("fail-first");
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 10}}"#)).unwrap();
+    let body = request(&client, &url("/fail-first?n=2", &id), "{}")
+        .await
+        .unwrap();
+    assert_eq!(num(&body, "attempt"), 3.0);
+    assert_eq!(server_log(&id).await.length(), 3);
+    assert_eq!(stat(&client, "retries"), 2.0);
+}
+
+#[wasm_bindgen_test]
+async fn client_errors_are_never_retried() {
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 10}}"#)).unwrap();
+    for status in [400, 401, 403, 404, 409, 422] {
+        let id = test_id(&format!("status-{status}"));
+        let err = request(&client, &url(&format!("/status/{status}"), &id), "{}")
+            .await
+            .unwrap_err();
+        assert_eq!(name(&err), "HttpError");
+        assert_eq!(num(&err, "status"), f64::from(status));
+        assert_eq!(get(&err, "retryDenied").as_string().unwrap(), "status");
+        assert_eq!(server_log(&id).await.length(), 1, "status {status}");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn post_without_key_is_not_retried() {
+    let id = test_id("post-nokey");
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 10}}"#)).unwrap();
+    let err = request(
+        &client,
+        &url("/status/503", &id),
+        r#"{"method": "POST", "body": {"a": 1}}"#,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(get(&err, "retryDenied").as_string().unwrap(), "method");
+    assert_eq!(server_log(&id).await.length(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn post_with_idempotency_key_is_retried_with_the_same_key() {
+    let id = test_id("post-key");
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 10}}"#)).unwrap();
+    request(
+        &client,
+        &url("/fail-first?n=2", &id),
+        r#"{"method": "POST", "body": {"a": 1}, "idempotencyKey": "order-17"}"#,
+    )
+    .await
+    .unwrap();
+    let log = server_log(&id).await;
+    assert_eq!(log.length(), 3);
+    for e in log.iter() {
+        assert_eq!(get(&e, "idempotencyKey").as_string().unwrap(), "order-17");
+        assert_eq!(get(&e, "method").as_string().unwrap(), "POST");
+    }
+
+    let id = test_id("post-uuid");
+    request(
+        &client,
+        &url("/fail-first?n=1", &id),
+        r#"{"method": "POST", "idempotencyKey": true}"#,
+    )
+    .await
+    .unwrap();
+    let log = server_log(&id).await;
+    let first = get(&log.get(0), "idempotencyKey").as_string().unwrap();
+    let second = get(&log.get(1), "idempotencyKey").as_string().unwrap();
+    assert_eq!(first, second);
+    let uuid_v4 = js_sys::RegExp::new(
+        "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+        "",
+    );
+    assert!(uuid_v4.test(&first), "{first}");
+}
+
+#[wasm_bindgen_test]
+async fn retry_after_is_honoured() {
+    let id = test_id("retry-after");
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 10}}"#)).unwrap();
+    request(&client, &url("/fail-first?n=1&retryAfter=1", &id), "{}")
+        .await
+        .unwrap();
+    let log = server_log(&id).await;
+    let gap = num(&log.get(1), "t") - num(&log.get(0), "t");
+    assert!(
+        gap >= 1000.0,
+        "retried after {gap} ms despite Retry-After: 1"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn retry_after_beyond_the_cap_gives_up_at_once() {
+    let id = test_id("retry-after-cap");
+    let client = Client::new(obj(r#"{"retry": {"maxRetryAfterMs": 1000}}"#)).unwrap();
+    let started = now();
+    let err = request(&client, &url("/status/503?retryAfter=120", &id), "{}")
+        .await
+        .unwrap_err();
+    assert!(now() - started < 500.0);
+    assert_eq!(get(&err, "retryDenied").as_string().unwrap(), "retryAfter");
+    assert_eq!(server_log(&id).await.length(), 1);
+}
+
+#[wasm_bindgen_test]
+async fn breaker_opens_then_probes_then_closes() {
+    let id = test_id("breaker");
+    let client = Client::new(obj(
+        r#"{"retry": false, "breaker": {"minSamples": 4, "openMs": 300, "halfOpenProbes": 1}}"#,
+    ))
+    .unwrap();
+    let opts = r#"{"breakerKey": "svc"}"#;
+    for _ in 0..4 {
+        let err = request(&client, &url("/status/503", &id), opts)
+            .await
+            .unwrap_err();
+        assert_eq!(name(&err), "HttpError");
+    }
+    let err = request(&client, &url("/status/503", &id), opts)
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "CircuitOpenError");
+    assert_eq!(get(&err, "key").as_string().unwrap(), "svc");
+    assert!(num(&err, "retryInMs") > 0.0);
+    assert_eq!(
+        server_log(&id).await.length(),
+        4,
+        "an open circuit sends nothing"
+    );
+    assert_eq!(stat(&client, "breakerOpens"), 1.0);
+
+    sleep(350).await;
+    let probe_id = test_id("breaker-probe");
+    let calls: Vec<JsFuture> = (0..3)
+        .map(|i| {
+            let u = url(&format!("/delay?ms=150&n={i}"), &probe_id);
+            JsFuture::from(client.request(JsValue::from_str(&u), obj(opts)))
+        })
+        .collect();
+    let mut ok = 0;
+    let mut open = 0;
+    for c in calls {
+        match c.await {
+            Ok(_) => ok += 1,
+            Err(e) if name(&e) == "CircuitOpenError" => open += 1,
+            Err(e) => panic!("unexpected {}", name(&e)),
+        }
+    }
+    assert_eq!(
+        (ok, open),
+        (1, 2),
+        "half-open lets exactly one probe through"
+    );
+    assert_eq!(server_log(&probe_id).await.length(), 1);
+    // The good probe closed it.
+    request(&client, &url("/delay?ms=1", &probe_id), opts)
+        .await
+        .unwrap();
+    let snap = client.breakers().get(0);
+    assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
+}
+
+#[wasm_bindgen_test]
+async fn budget_caps_retries_of_an_always_failing_endpoint() {
+    let id = test_id("budget");
+    let client = Client::new(obj(
+        r#"{"breaker": false, "concurrency": false, "dedupe": false,
+            "retry": {"baseDelayMs": 1, "maxDelayMs": 5}}"#,
+    ))
+    .unwrap();
+    let calls: Vec<JsFuture> = (0..200)
+        .map(|_| {
+            JsFuture::from(client.request(JsValue::from_str(&url("/status/503", &id)), obj("{}")))
+        })
+        .collect();
+    let mut budget_denied = 0;
+    for c in calls {
+        let err = c.await.unwrap_err();
+        if get(&err, "retryDenied").as_string().as_deref() == Some("budget") {
+            budget_denied += 1;
+        }
+    }
+    let sent = server_log(&id).await.length();
+    assert!(
+        f64::from(sent) <= 200.0 * 1.1 + 3.0,
+        "{sent} requests for 200 calls"
+    );
+    assert!(budget_denied > 0);
+    assert_eq!(stat(&client, "budgetDenied"), f64::from(budget_denied));
+}
+
+#[wasm_bindgen_test]
+async fn limiter_keeps_at_most_max_in_flight() {
+    let id = test_id("limiter");
+    let client = Client::new(obj(
+        r#"{"concurrency": {"max": 3, "queue": 100}, "dedupe": false}"#,
+    ))
+    .unwrap();
+    let calls: Vec<JsFuture> = (0..30)
+        .map(|_| {
+            JsFuture::from(client.request(JsValue::from_str(&url("/delay?ms=40", &id)), obj("{}")))
+        })
+        .collect();
+    for c in calls {
+        c.await.unwrap();
+    }
+    let resp: web_sys::Response =
+        JsFuture::from(plain_fetch(&format!("{}/_stats?id={id}", fault())))
+            .await
+            .unwrap()
+            .unchecked_into();
+    let stats = JsFuture::from(resp.json().unwrap()).await.unwrap();
+    assert!(
+        num(&stats, "maxConcurrent") <= 3.0,
+        "{}",
+        num(&stats, "maxConcurrent")
+    );
+    assert_eq!(num(&stats, "count"), 30.0);
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+    assert_eq!(stat(&client, "queued"), 0.0);
+
+    let tight = Client::new(obj(
+        r#"{"concurrency": {"max": 1, "queue": 1}, "dedupe": false}"#,
+    ))
+    .unwrap();
+    let a = JsFuture::from(tight.request(JsValue::from_str(&url("/delay?ms=100", &id)), obj("{}")));
+    let b = JsFuture::from(tight.request(JsValue::from_str(&url("/delay?ms=100", &id)), obj("{}")));
+    let err = request(&tight, &url("/delay?ms=100", &id), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "QueueFullError");
+    a.await.unwrap();
+    b.await.unwrap();
+    assert_eq!(stat(&tight, "queueRejected"), 1.0);
+}
+
+#[wasm_bindgen_test]
+async fn identical_concurrent_gets_share_one_request() {
+    let id = test_id("dedupe");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let calls: Vec<JsFuture> = (0..10)
+        .map(|_| {
+            JsFuture::from(client.request(JsValue::from_str(&url("/delay?ms=50", &id)), obj("{}")))
+        })
+        .collect();
+    for c in calls {
+        assert_eq!(get(&c.await.unwrap(), "ok"), JsValue::TRUE);
+    }
+    assert_eq!(server_log(&id).await.length(), 1);
+    assert_eq!(stat(&client, "requests"), 10.0);
+    assert_eq!(stat(&client, "deduped"), 9.0);
+    assert!(stat(&client, "amplification") < 1.0);
+}
+
+#[wasm_bindgen_test]
+async fn http_error_body_is_capped_and_the_rest_never_downloaded() {
+    let id = test_id("huge-body");
+    let client = Client::new(obj(r#"{"retry": false}"#)).unwrap();
+    let err = request(&client, &url("/body?bytes=10000000&status=500", &id), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "HttpError");
+    assert_eq!(num(&err, "status"), 500.0);
+    let body = get(&err, "body").as_string().unwrap();
+    assert_eq!(body.len(), 1024);
+    let log = wait_for_log(&id, 1).await;
+    let mut entry = log.get(0);
+    for _ in 0..40 {
+        if get(&entry, "closedAt").as_f64().is_some() {
+            break;
+        }
+        sleep(25).await;
+        entry = server_log(&id).await.get(0);
+    }
+    assert!(
+        get(&entry, "closedAt").as_f64().is_some(),
+        "the server finished sending 10 MB"
+    );
+    assert!(get(&entry, "finishedAt").is_null());
+    // The client works on after any error.
+    request(&client, &url("/echo", &id), "{}").await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn events_carry_their_fields_and_never_a_header() {
+    let id = test_id("events");
+    let client = Client::new(obj(
+        r#"{"headers": {"authorization": "Bearer secret-token"}, "retry": {"baseDelayMs": 5}}"#,
+    ))
+    .unwrap();
+    let seen = js_sys::Array::new();
+    let sink = seen.clone();
+    let listener = Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| {
+        sink.push(&e);
+    });
+    for ev in ["attempt", "retry", "giveUp"] {
+        client.on(ev, listener.as_ref().clone()).unwrap();
+    }
+    let _ = request(&client, &url("/status/503", &id), "{}").await;
+    let types: Vec<String> = seen
+        .iter()
+        .map(|e| get(&e, "type").as_string().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["attempt", "retry", "attempt", "retry", "attempt", "giveUp"]
+    );
+    let retry = seen.get(1);
+    assert!(num(&retry, "delayMs") >= 0.0);
+    assert_eq!(num(&retry, "status"), 503.0);
+    assert_eq!(get(&retry, "method").as_string().unwrap(), "GET");
+    assert!(get(&retry, "url")
+        .as_string()
+        .unwrap()
+        .contains("/status/503"));
+    assert!(!get(&retry, "requestId").as_string().unwrap().is_empty());
+    let text = js_sys::JSON::stringify(&seen).unwrap().as_string().unwrap();
+    assert!(!text.contains("secret-token"));
+    assert!(!text.to_ascii_lowercase().contains("authorization"));
+}

@@ -1,0 +1,47 @@
+// Shared by the end-to-end tests: Debian's Chromium through playwright-core
+// (no tool may download its own browser here), with the flags this machine
+// needs (see ../shared/TOOLCHAIN.md), and the fault server started in-process.
+import { chromium } from 'playwright-core';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../server/server.mjs';
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+export function launchChromium() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
+}
+
+/**
+ * A static server for the repository (pages and pkg/) and a fault server on
+ * another port, so every call in a page is cross-origin and exercises CORS.
+ */
+export async function startServers() {
+  const site = await startServer({ staticRoot: root });
+  const fault = await startServer();
+  return {
+    site: site.url,
+    fault: fault.url,
+    close: () => Promise.all([site.close(), fault.close()]),
+  };
+}
+
+/** Collects console errors and uncaught exceptions of a page. */
+export function watchErrors(page) {
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+  });
+  return errors;
+}

@@ -1,0 +1,46 @@
+// The package's Node build (pkg/node.js, what the `node` export condition
+// picks) making real calls to the fault server from Node 20.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from '../server/server.mjs';
+import { createClient, HttpError, TimeoutError, isStormguardError } from '../../pkg/node.js';
+
+let server;
+before(async () => {
+  server = await startServer();
+});
+after(() => server?.close());
+
+const log = async (id) => (await (await fetch(`${server.url}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
+
+test('GET with retries in Node', async () => {
+  const client = await createClient({ retry: { baseDelayMs: 5 } });
+  const body = await client.request(`${server.url}/fail-first?n=2&id=node-retry`);
+  assert.equal(body.attempt, 3);
+  assert.equal((await log('node-retry')).length, 3);
+  assert.equal(client.stats().retries, 2);
+});
+
+test('an attempt timeout aborts the request in Node too', async () => {
+  const client = await createClient({ timeoutMs: 200, retry: false });
+  await assert.rejects(client.request(`${server.url}/hang?id=node-hang`), (e) => {
+    assert.ok(e instanceof TimeoutError);
+    assert.equal(e.phase, 'attempt');
+    return true;
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  const [entry] = await log('node-hang');
+  assert.ok(entry.closedAt !== null, 'the server saw the connection closed');
+});
+
+test('HttpError fields and fetch() drop-in in Node', async () => {
+  const client = await createClient({ retry: false });
+  await assert.rejects(client.request(`${server.url}/status/404?id=node-404`), (e) => {
+    assert.ok(e instanceof HttpError && isStormguardError(e));
+    assert.equal(e.status, 404);
+    assert.equal(e.retryDenied, 'status');
+    return true;
+  });
+  const res = await client.fetch(`${server.url}/status/404?id=node-404`);
+  assert.equal(res.status, 404, 'fetch() resolves whatever the status');
+});
