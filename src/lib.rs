@@ -21,6 +21,7 @@
 )]
 
 pub mod policy;
+mod text;
 
 #[cfg(target_arch = "wasm32")]
 mod web;

@@ -19,6 +19,7 @@
 //! * `gatewayTimeoutMs` is a timeout (> 0) and derives
 //!   `timeoutMs = ceil(1.2 * g)`, computed exactly as `ceil(6g / 5)`.
 
+use crate::text::{cat, decimal};
 use std::fmt;
 
 /// The largest duration accepted, 2^31-1 ms (about 24.8 days): the longest
@@ -531,7 +532,12 @@ fn integer(option: &str, v: f64, min: f64, max: f64) -> Result<f64> {
     } else {
         Err(invalid(
             option,
-            &format!("must be an integer from {min} to {max}"),
+            &cat(&[
+                "must be an integer from ",
+                &decimal(min as u64),
+                " to ",
+                &decimal(max as u64),
+            ]),
         ))
     }
 }

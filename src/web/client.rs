@@ -18,6 +18,7 @@ use super::fetch::{Mode, ResponseType};
 use super::host::{location_href, now_ms, uuid_v4};
 use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
+use crate::text::{cat, decimal};
 
 const EVENTS: [&str; 7] = [
     "attempt", "retry", "timeout", "giveUp", "breaker", "fallback", "storage",
@@ -167,7 +168,7 @@ impl Client {
 
     fn request_id(&self) -> String {
         let n = self.engine.next_id();
-        format!("{}-{n}", self.tag)
+        cat(&[&self.tag, "-", &decimal(n)])
     }
 
     /// Resolves `input` (string or URL) against baseUrl or the page, and
@@ -332,7 +333,7 @@ impl Client {
     ) -> Call {
         let method = request.method();
         let breaker_key =
-            breaker_key.unwrap_or_else(|| format!("{method} {}{}", url.origin(), url.pathname()));
+            breaker_key.unwrap_or_else(|| cat(&[&method, " ", &url.origin(), &url.pathname()]));
         Call {
             request_id: self.request_id(),
             method,
@@ -351,7 +352,7 @@ impl Client {
 /// Calls are identical when method, absolute URL, headers and response
 /// type all match. `Headers` iterates sorted, lower-cased names.
 fn dedupe_key(method: &str, url: &Url, headers: &Headers, rt: ResponseType) -> String {
-    let mut key = format!("{method} {rt:?} {}", url.href());
+    let mut key = cat(&[method, " ", rt.name(), " ", &url.href()]);
     if let Ok(Some(entries)) = js_sys::try_iter(headers) {
         for pair in entries.flatten() {
             let pair: Array = pair.unchecked_into();

@@ -7,6 +7,7 @@ use wasm_bindgen::prelude::*;
 use super::convert::Obj;
 use crate::policy::classify::RetryDenied;
 use crate::policy::options::OptionsError;
+use crate::text::{cat, decimal};
 
 pub enum ErrorKind {
     Timeout {
@@ -89,13 +90,15 @@ impl CallError {
                 status,
                 status_text,
                 ..
-            } => format!("HTTP {status} {status_text}")
+            } => cat(&["HTTP ", &decimal(u64::from(*status)), " ", status_text])
                 .trim_end()
-                .to_string(),
-            ErrorKind::CircuitOpen { key, .. } => format!("circuit open for {key}"),
+                .to_owned(),
+            ErrorKind::CircuitOpen { key, .. } => cat(&["circuit open for ", key]),
             ErrorKind::QueueFull => "concurrency queue is full".into(),
             ErrorKind::Parse { .. } => "response body could not be parsed".into(),
-            ErrorKind::Options { option, reason } => format!("invalid option {option}: {reason}"),
+            ErrorKind::Options { option, reason } => {
+                cat(&["invalid option ", option, ": ", reason])
+            }
         }
     }
 

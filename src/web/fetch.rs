@@ -28,6 +28,15 @@ pub enum ResponseType {
 }
 
 impl ResponseType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ResponseType::Json => "json",
+            ResponseType::Text => "text",
+            ResponseType::Bytes => "bytes",
+            ResponseType::Response => "response",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<ResponseType> {
         match s {
             "json" => Some(ResponseType::Json),

@@ -13,6 +13,7 @@ use crate::policy::options::{
     OptionsError, RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency,
     RawRetry, RawStorage, Toggle,
 };
+use crate::text::cat;
 
 fn err(option: &str, reason: &str) -> OptionsError {
     OptionsError {
@@ -25,7 +26,7 @@ fn join(prefix: &str, k: &str) -> String {
     if prefix.is_empty() {
         k.to_string()
     } else {
-        format!("{prefix}.{k}")
+        cat(&[prefix, ".", k])
     }
 }
 
