@@ -21,7 +21,9 @@ node scripts/build.mjs --if-stale
 
 # The fault server every browser and end-to-end test talks to.
 tmp=$(mktemp -d)
-node tests/server/server.mjs > "$tmp/server.json" &
+# --close: Connection: close on every response, so Chromium never retries a
+# reset keep-alive connection by itself (tests/server/README.md).
+node tests/server/server.mjs --close > "$tmp/server.json" &
 server_pid=$!
 trap 'kill $server_pid 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for _ in $(seq 1 100); do [ -s "$tmp/server.json" ] && break; sleep 0.1; done

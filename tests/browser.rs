@@ -613,3 +613,151 @@ async fn events_carry_their_fields_and_never_a_header() {
     assert!(!text.contains("secret-token"));
     assert!(!text.to_ascii_lowercase().contains("authorization"));
 }
+
+#[wasm_bindgen_test]
+async fn network_error_and_parse_error_carry_their_fields() {
+    let id = test_id("reset");
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 5}}"#)).unwrap();
+    let err = request(&client, &url("/reset", &id), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "NetworkError");
+    assert!(
+        get(&err, "cause").is_object(),
+        "cause is the host's TypeError"
+    );
+    assert_eq!(get(&err, "retryDenied").as_string().unwrap(), "attempts");
+    assert_eq!(num(&err, "attempts"), 3.0);
+    let sent = server_log(&id).await.length();
+    assert!((3..=4).contains(&sent), "{sent} arrivals for 3 attempts");
+
+    let id = test_id("invalid-json");
+    let err = request(&client, &url("/invalid-json", &id), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "ParseError");
+    assert!(get(&err, "cause").is_object());
+    assert_eq!(
+        server_log(&id).await.length(),
+        1,
+        "a parse error is not retried"
+    );
+    // The client works on.
+    request(&client, &url("/echo", &id), "{}").await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn response_types_and_empty_bodies() {
+    let id = test_id("types");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let text = request(&client, &url("/echo", &id), r#"{"responseType": "text"}"#)
+        .await
+        .unwrap();
+    assert!(text.as_string().unwrap().starts_with('{'));
+    let bytes = request(
+        &client,
+        &url("/body?bytes=10", &id),
+        r#"{"responseType": "bytes"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(js_sys::Uint8Array::from(bytes).length(), 10);
+    let resp = request(
+        &client,
+        &url("/echo", &id),
+        r#"{"responseType": "response"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(resp.unchecked_into::<web_sys::Response>().status(), 200);
+    let empty = request(&client, &url("/status/204", &id), "{}")
+        .await
+        .unwrap();
+    assert!(empty.is_undefined());
+    // A plain object body goes as JSON with its content type.
+    let echoed = request(
+        &client,
+        &url("/echo", &id),
+        r#"{"method": "PUT", "body": {"a": [1, 2]}, "query": {"n": 3, "ok": true}}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(get(&echoed, "body").as_string().unwrap(), r#"{"a":[1,2]}"#);
+    let headers = get(&echoed, "headers");
+    assert_eq!(
+        get(&headers, "content-type").as_string().unwrap(),
+        "application/json"
+    );
+    let query = get(&echoed, "query");
+    assert_eq!(get(&query, "n").as_string().unwrap(), "3");
+    assert_eq!(get(&query, "ok").as_string().unwrap(), "true");
+}
+
+#[wasm_bindgen_test]
+async fn fetch_is_a_drop_in_that_retries_and_resolves_any_final_status() {
+    let id = test_id("fetch-retry");
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 5}}"#)).unwrap();
+    let resp: web_sys::Response = JsFuture::from(client.fetch(
+        JsValue::from_str(&url("/fail-first?n=2", &id)),
+        JsValue::UNDEFINED,
+    ))
+    .await
+    .unwrap()
+    .unchecked_into();
+    assert_eq!(resp.status(), 200);
+    let body = JsFuture::from(resp.json().unwrap()).await.unwrap();
+    assert_eq!(num(&body, "attempt"), 3.0);
+
+    // A fresh client: the first call spent the retry budget's minRetries.
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 5}}"#)).unwrap();
+    let id = test_id("fetch-final");
+    let resp: web_sys::Response = JsFuture::from(client.fetch(
+        JsValue::from_str(&url("/status/503", &id)),
+        JsValue::UNDEFINED,
+    ))
+    .await
+    .unwrap()
+    .unchecked_into();
+    assert_eq!(
+        resp.status(),
+        503,
+        "the final Response, whatever its status"
+    );
+    assert_eq!(server_log(&id).await.length(), 3);
+    let text = JsFuture::from(resp.text().unwrap()).await.unwrap();
+    assert!(
+        text.as_string().unwrap().contains("503"),
+        "the body is the caller's"
+    );
+
+    // A Request object with init: method and headers survive each attempt.
+    let id = test_id("fetch-request");
+    let init = web_sys::RequestInit::new();
+    init.set_method("DELETE");
+    let req = web_sys::Request::new_with_str_and_init(&url("/fail-first?n=1", &id), &init).unwrap();
+    let resp: web_sys::Response = JsFuture::from(client.fetch(req.into(), JsValue::UNDEFINED))
+        .await
+        .unwrap()
+        .unchecked_into();
+    assert_eq!(resp.status(), 200);
+    let log = server_log(&id).await;
+    assert_eq!(log.length(), 2);
+    assert_eq!(get(&log.get(1), "method").as_string().unwrap(), "DELETE");
+}
+
+#[wasm_bindgen_test]
+async fn a_rejected_url_fires_no_event_and_sends_nothing() {
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let seen = js_sys::Array::new();
+    let sink = seen.clone();
+    let listener = Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| {
+        sink.push(&e);
+    });
+    client.on("attempt", listener.as_ref().clone()).unwrap();
+    let err = request(&client, "http://user:pw@127.0.0.1:9/x", "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "OptionsError");
+    assert_eq!(seen.length(), 0);
+    assert_eq!(stat(&client, "attempts"), 0.0);
+}

@@ -402,7 +402,10 @@ fn append_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
             if !n.is_finite() {
                 return Err(opt_err("query", "numbers must be finite"));
             }
-            String::from(js_sys::JsString::from(v))
+            js_sys::Number::from(n)
+                .to_string_with_radix(10)
+                .map(String::from)
+                .unwrap_or_default()
         } else if let Some(b) = v.as_bool() {
             b.to_string()
         } else {
