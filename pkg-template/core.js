@@ -65,13 +65,22 @@ class Client {
   }
 
   request(url, options) {
-    if (this.#final) return Promise.reject(closedError());
-    return this.#c.request(url, options).then(undefined, rethrow);
+    return this.#call('request', url, options);
   }
 
   fetch(input, init) {
+    return this.#call('fetch', input, init);
+  }
+
+  #call(method, a, b) {
     if (this.#final) return Promise.reject(closedError());
-    return this.#c.fetch(input, init).then(undefined, rethrow);
+    try {
+      return this.#c[method](a, b).then(undefined, rethrow);
+    } catch (d) {
+      // The engine reports through the promise; this only turns a host
+      // exception it could not catch into a rejection, never a throw.
+      return Promise.reject(toError(d));
+    }
   }
 
   stats() {

@@ -37,4 +37,4 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --target wasm32-unknown-unknown --test browser
 
 step "node tests (fault server, end-to-end in Chromium through playwright-core)"
-node --test --test-concurrency=1 tests/server/ tests/e2e/
+node --expose-gc --test --test-concurrency=1 tests/server/ tests/e2e/

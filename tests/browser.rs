@@ -761,3 +761,78 @@ async fn a_rejected_url_fires_no_event_and_sends_nothing() {
     assert_eq!(seen.length(), 0);
     assert_eq!(stat(&client, "attempts"), 0.0);
 }
+
+#[wasm_bindgen_test]
+async fn hostile_responses_give_typed_errors_and_the_client_works_on() {
+    let client = Client::new(obj(
+        r#"{"retry": {"baseDelayMs": 1, "maxDelayMs": 2}, "breaker": false, "budget": false}"#,
+    ))
+    .unwrap();
+    // (path, options, expected error name, expected retryDenied or "")
+    let cases = [
+        ("/invalid-json", "{}", "ParseError", ""),
+        ("/status/200?body=hello", "{}", "ParseError", ""),
+        (
+            "/truncated?bytes=10&length=100",
+            "{}",
+            "NetworkError",
+            "attempts",
+        ),
+        ("/reset-mid?bytes=100", "{}", "NetworkError", "attempts"),
+        (
+            "/body?bytes=10000000&status=500",
+            "{}",
+            "HttpError",
+            "attempts",
+        ),
+        (
+            "/status/503?retryAfter=garbage",
+            "{}",
+            "HttpError",
+            "attempts",
+        ),
+        ("/status/503?retryAfter=-5", "{}", "HttpError", "attempts"),
+        (
+            "/redirect-loop",
+            r#"{"retry": false}"#,
+            "NetworkError",
+            "attempts",
+        ),
+        (
+            "/headers-huge?kb=512",
+            r#"{"retry": false}"#,
+            "NetworkError",
+            "attempts",
+        ),
+    ];
+    for (path, options, expected, denied) in cases {
+        let id = test_id("hostile");
+        let err = request(&client, &url(path, &id), options)
+            .await
+            .unwrap_err();
+        assert_eq!(name(&err), expected, "{path}");
+        assert_eq!(
+            get(&err, "retryDenied").as_string().unwrap_or_default(),
+            denied,
+            "{path}"
+        );
+        // The client works on after each.
+        let ok = request(&client, &url("/echo", &id), "{}").await.unwrap();
+        assert_eq!(
+            get(&ok, "method").as_string().unwrap(),
+            "GET",
+            "after {path}"
+        );
+    }
+    // A text body with a JSON content type is still text to 'text'.
+    let id = test_id("hostile-text");
+    let text = request(
+        &client,
+        &url("/invalid-json", &id),
+        r#"{"responseType": "text"}"#,
+    )
+    .await
+    .unwrap();
+    assert!(text.as_string().is_some());
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+}

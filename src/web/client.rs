@@ -15,7 +15,7 @@ use super::convert::Obj;
 use super::engine::{Call, Engine, Listener};
 use super::errors::CallError;
 use super::fetch::{Mode, ResponseType};
-use super::host::{location_href, now_ms, uuid_v4};
+use super::host::{assign, entries, instance_of, location_href, now_ms, prototype_of, uuid_v4};
 use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
 use crate::text::{cat, decimal};
@@ -176,7 +176,7 @@ impl Client {
     fn resolve_url(&self, input: &JsValue) -> Result<Url, CallError> {
         let text = if let Some(s) = input.as_string() {
             s
-        } else if input.is_instance_of::<Url>() {
+        } else if instance_of::<Url>(input) {
             input.unchecked_ref::<Url>().href()
         } else {
             return Err(opt_err("url", "must be a string or a URL"));
@@ -292,11 +292,12 @@ impl Client {
         // gets its own, linked to the caller's.
         let plain = js_sys::Object::new();
         if init.is_object() {
-            js_sys::Object::assign(&plain, init.unchecked_ref());
+            assign(&plain, init).map_err(|_| opt_err("init", "could not be read"))?;
             let _ = js_sys::Reflect::delete_property(&plain, &JsValue::from_str("signal"));
         }
         let plain: RequestInit = plain.unchecked_into();
-        let (request, url, signal) = if let Some(req) = input.dyn_ref::<Request>() {
+        let (request, url, signal) = if instance_of::<Request>(input) {
+            let req: &Request = input.unchecked_ref();
             let url = self.resolve_url(&JsValue::from_str(&req.url()))?;
             let request = Request::new_with_request_and_init(req, &plain)
                 .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
@@ -392,7 +393,8 @@ fn append_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
         return Err(opt_err("query", "must be an object"));
     }
     let params = url.search_params();
-    for e in js_sys::Object::entries(query.unchecked_ref()).iter() {
+    let pairs = entries(query).map_err(|_| opt_err("query", "could not be read"))?;
+    for e in pairs.iter() {
         let pair: Array = e.unchecked_into();
         let k = pair.get(0).as_string().unwrap_or_default();
         let v = pair.get(1);
@@ -423,8 +425,13 @@ fn append_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
 fn encode_body(body: &JsValue, headers: &Headers) -> Result<JsValue, CallError> {
     let plain = Array::is_array(body)
         || (body.is_object() && {
-            let proto = js_sys::Object::get_prototype_of(body);
-            proto.is_null() || proto == js_sys::Object::get_prototype_of(&js_sys::Object::new())
+            match prototype_of(body) {
+                Ok(proto) => {
+                    proto.is_null()
+                        || proto == prototype_of(&js_sys::Object::new()).unwrap_or_default()
+                }
+                Err(_) => return Err(opt_err("body", "could not be read")),
+            }
         });
     if !plain {
         return Ok(body.clone());

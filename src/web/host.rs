@@ -13,6 +13,21 @@ extern "C" {
     #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
     pub fn json_parse(text: &js_sys::JsString) -> Result<JsValue, JsValue>;
 
+    // User-supplied objects may be Proxies whose traps throw: every read of
+    // one goes through a `catch` binding, so a throw becomes an Err here and
+    // never unwinds through wasm frames.
+    #[wasm_bindgen(js_namespace = Object, js_name = entries, catch)]
+    pub fn entries(o: &JsValue) -> Result<js_sys::Array, JsValue>;
+
+    #[wasm_bindgen(js_namespace = Object, js_name = getPrototypeOf, catch)]
+    pub fn prototype_of(o: &JsValue) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_namespace = Object, js_name = assign, catch)]
+    pub fn assign(target: &JsValue, source: &JsValue) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_namespace = Array, js_name = from, catch)]
+    pub fn array_from(o: &JsValue) -> Result<js_sys::Array, JsValue>;
+
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }
@@ -71,4 +86,10 @@ pub fn uuid_v4() -> String {
         s.push(hex(byte & 0x0f));
     }
     s
+}
+
+/// `v instanceof T`, false instead of a throw when `v` is a Proxy whose
+/// `getPrototypeOf` trap throws.
+pub fn instance_of<T: wasm_bindgen::JsCast>(v: &JsValue) -> bool {
+    v.is_object() && prototype_of(v).is_ok() && v.is_instance_of::<T>()
 }

@@ -9,6 +9,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::get;
+use super::host::{array_from, entries, instance_of};
 use crate::policy::options::{
     OptionsError, RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency,
     RawRetry, RawStorage, Toggle,
@@ -93,7 +94,9 @@ impl<'a> Reader<'a> {
     fn array(&self, k: &str) -> Result<Option<js_sys::Array>, OptionsError> {
         match self.value(k)? {
             None => Ok(None),
-            Some(v) if js_sys::Array::is_array(&v) => Ok(Some(v.unchecked_into())),
+            Some(v) if js_sys::Array::is_array(&v) => array_from(&v)
+                .map(Some)
+                .map_err(|_| err(&join(self.prefix, k), "could not be read")),
             Some(_) => Err(err(&join(self.prefix, k), "must be an array")),
         }
     }
@@ -153,7 +156,7 @@ impl<'a> Reader<'a> {
         if !v.is_object() || v.is_function() || js_sys::Array::is_array(&v) {
             return Err(err(&join(self.prefix, k), "must be an object of strings"));
         }
-        let entries = js_sys::Object::entries(v.unchecked_ref());
+        let entries = entries(&v).map_err(|_| err(&join(self.prefix, k), "could not be read"))?;
         let mut out = Vec::with_capacity(entries.length() as usize);
         for e in entries.iter() {
             let pair: js_sys::Array = e.unchecked_into();
@@ -232,10 +235,8 @@ pub fn read_signal(r: &Reader) -> Result<Option<web_sys::AbortSignal>, OptionsEr
     match r.value("signal")? {
         None => Ok(None),
         Some(v) if v.is_null() => Ok(None),
-        Some(v) => v
-            .dyn_into::<web_sys::AbortSignal>()
-            .map(Some)
-            .map_err(|_| err("signal", "must be an AbortSignal")),
+        Some(v) if instance_of::<web_sys::AbortSignal>(&v) => Ok(Some(v.unchecked_into())),
+        Some(_) => Err(err("signal", "must be an AbortSignal")),
     }
 }
 

@@ -1,0 +1,166 @@
+// Hardening, through the package's Node build (the same wasm a page runs):
+// random and hostile option objects never poison the module, memory stays
+// flat over 100k mixed calls, and idempotent POSTs execute exactly once.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from '../server/server.mjs';
+import { createClient, isStormguardError, OptionsError } from '../../pkg/node.js';
+import { initSync } from '../../pkg/stormguard.js';
+
+let server;
+before(async () => {
+  server = await startServer({ close: true });
+});
+after(() => server?.close());
+
+// A small seeded PRNG, so a failure names the case that caused it.
+function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    return s / 2 ** 32;
+  };
+}
+
+const KEYS = {
+  client: ['baseUrl', 'headers', 'timeoutMs', 'gatewayTimeoutMs', 'deadlineMs', 'retry', 'budget', 'breaker', 'concurrency', 'dedupe', 'storage'],
+  retry: ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'jitter', 'statuses', 'methods', 'retryAfter', 'maxRetryAfterMs'],
+  budget: ['ratio', 'minRetries', 'windowMs'],
+  breaker: ['windowMs', 'minSamples', 'failureRate', 'consecutiveFailures', 'openMs', 'maxOpenMs', 'halfOpenProbes'],
+  concurrency: ['max', 'queue'],
+  storage: ['prefix', 'maxEntryBytes'],
+  call: ['signal', 'timeoutMs', 'deadlineMs', 'retry', 'idempotencyKey', 'breakerKey', 'method', 'headers', 'query', 'body', 'responseType'],
+};
+
+const throwing = () => new Proxy({}, {
+  get() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); },
+  getPrototypeOf() { throw new Error('trap'); }, has() { throw new Error('trap'); },
+  getOwnPropertyDescriptor() { throw new Error('trap'); },
+});
+
+function garbage(r, depth = 0) {
+  const pick = Math.floor(r() * 22);
+  switch (pick) {
+    case 0: return NaN;
+    case 1: return Infinity;
+    case 2: return -Infinity;
+    case 3: return -1;
+    case 4: return 0;
+    case 5: return 2 ** 31;
+    case 6: return 1e308;
+    case 7: return 3.5;
+    case 8: return Math.floor(r() * 20000);
+    case 9: return 'x'.repeat(Math.floor(r() * 5));
+    case 10: return r() < 0.5;
+    case 11: return null;
+    case 12: return undefined;
+    case 13: return [garbage(r, depth + 1), garbage(r, depth + 1)];
+    case 14: return depth < 3 ? randomObject(r, KEYS[['retry', 'budget', 'breaker', 'concurrency', 'storage'][Math.floor(r() * 5)]], depth + 1) : {};
+    case 15: return () => 1;
+    case 16: return Symbol('s');
+    case 17: return 10n;
+    case 18: return throwing();
+    case 19: return Object.create(null);
+    case 20: return JSON.parse('{"__proto__": {"timeoutMs": -1}, "constructor": {"prototype": 1}}');
+    default: return ['full', 'none', 'GET', 'json', 'bytes', 'http://127.0.0.1:1/', 'user:pw@x'][Math.floor(r() * 7)];
+  }
+}
+
+function randomObject(r, keys, depth = 0) {
+  const o = {};
+  const n = Math.floor(r() * 4);
+  for (let i = 0; i < n; i++) o[keys[Math.floor(r() * keys.length)]] = garbage(r, depth);
+  if (r() < 0.1) o[`unknown${i8(r)}`] = garbage(r, depth);
+  return o;
+}
+const i8 = (r) => Math.floor(r() * 256);
+
+test('random option objects: each works or rejects OptionsError, and the module serves calls afterwards', async () => {
+  const r = rng(20261130);
+  let created = 0, rejected = 0, calls = 0;
+  for (let i = 0; i < 1500; i++) {
+    const opts = r() < 0.15 ? garbage(r) : randomObject(r, KEYS.client);
+    let client;
+    try {
+      client = await createClient(opts);
+      created++;
+    } catch (e) {
+      assert.ok(e instanceof OptionsError, `case ${i}: createClient rejected ${e?.name}: ${e?.message}`);
+      assert.equal(typeof e.option, 'string');
+      rejected++;
+      continue;
+    }
+    const callOpts = r() < 0.15 ? garbage(r) : randomObject(r, KEYS.call);
+    try {
+      await client.request(`${server.url}/echo?id=fuzz`, callOpts);
+    } catch (e) {
+      assert.ok(isStormguardError(e), `case ${i}: request rejected a non-stormguard ${e?.name}: ${e?.message}`);
+    }
+    calls++;
+    client.close();
+  }
+  const client = await createClient();
+  const body = await client.request(`${server.url}/echo?id=fuzz-after`);
+  assert.equal(body.method, 'GET');
+  console.log(`fuzz: ${created} clients created, ${rejected} rejected with OptionsError, ${calls} calls made`);
+  assert.ok(created > 100 && rejected > 100);
+});
+
+test('100k calls mixing success, failure, timeout and abort leave memory flat', async () => {
+  const client = await createClient({
+    timeoutMs: 30, retry: { baseDelayMs: 1, maxDelayMs: 2 }, breaker: false, concurrency: { max: 64, queue: 100000 },
+  });
+  const wasm = initSync({ module: new Uint8Array(0) }); // already instantiated: returns its exports
+  const paths = ['/echo', '/status/500', '/hang', '/echo?x=1', '/status/404'];
+  const round = async (n) => {
+    const batch = [];
+    for (let i = 0; i < n; i++) {
+      const ctl = i % 7 === 0 ? new AbortController() : null;
+      const p = client.request(`${server.url}${paths[i % paths.length]}${paths[i % paths.length].includes('?') ? '&' : '?'}id=mem`, { signal: ctl?.signal, retry: i % 3 ? false : undefined })
+        .catch((e) => assert.ok(isStormguardError(e), e?.message));
+      if (ctl) setTimeout(() => ctl.abort(), 1);
+      batch.push(p);
+    }
+    await Promise.all(batch);
+  };
+  const total = Number(process.env.STORMGUARD_MEMORY_CALLS ?? 100000);
+  const chunk = 2000;
+  await round(chunk); // warm-up: allocator and JIT settle
+  global.gc?.();
+  const wasmBefore = wasm.memory.buffer.byteLength;
+  const heapBefore = process.memoryUsage().heapUsed;
+  for (let done = chunk; done < total; done += chunk) await round(chunk);
+  global.gc?.();
+  await new Promise((r) => setTimeout(r, 50));
+  global.gc?.();
+  const wasmAfter = wasm.memory.buffer.byteLength;
+  const heapAfter = process.memoryUsage().heapUsed;
+  const s = client.stats();
+  console.log(`memory: ${s.requests} calls; wasm ${wasmBefore} -> ${wasmAfter} bytes; JS heap ${(heapBefore / 1e6).toFixed(1)} -> ${(heapAfter / 1e6).toFixed(1)} MB`);
+  assert.equal(s.inFlight, 0);
+  assert.equal(s.queued, 0);
+  assert.ok(wasmAfter - wasmBefore <= 1 << 20, `wasm memory grew by ${wasmAfter - wasmBefore} bytes`);
+  assert.ok(heapAfter - heapBefore < 32e6, `JS heap grew by ${heapAfter - heapBefore} bytes`);
+});
+
+test('exactly-once writes: 1000 keyed POSTs with 30 % dropped responses execute once per key', async () => {
+  const client = await createClient({
+    retry: { baseDelayMs: 1, maxDelayMs: 5 }, budget: false, breaker: false, concurrency: { max: 32, queue: 1000 },
+  });
+  const keys = Array.from({ length: 1000 }, (_, i) => `order-${i}-${Math.random().toString(36).slice(2)}`);
+  const results = await Promise.all(keys.map((k) =>
+    client.request(`${server.url}/drop?p=0.3&id=exactly-once`, { method: 'POST', body: { k }, idempotencyKey: k })
+      .then((b) => b, (e) => e)));
+  const failed = results.filter((r) => r instanceof Error);
+  const { executions, keys: distinct } = await (await fetch(`${server.url}/_executions?id=exactly-once`)).json();
+  console.log(`exactly-once: ${keys.length} calls, ${failed.length} failed after retries, ${executions} executions, ${distinct} distinct keys, ${client.stats().retries} retries`);
+  assert.equal(executions, distinct, 'one execution per key');
+  assert.equal(distinct, keys.length);
+  assert.ok(failed.length <= 5, `${failed.length} calls failed`);
+  assert.ok(results.filter((r) => !(r instanceof Error)).every((b) => b.key && typeof b.executed === 'number'));
+
+  const noKey = await client.request(`${server.url}/drop?id=exactly-once-nokey`, { method: 'POST', body: {} }).catch((e) => e);
+  assert.equal(noKey.name, 'NetworkError');
+  assert.equal(noKey.retryDenied, 'method');
+  assert.equal((await (await fetch(`${server.url}/_executions?id=exactly-once-nokey`)).json()).executions, 1);
+});
