@@ -34,7 +34,23 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 
-# 4. npm packages from the committed lock file (binaryen's wasm-opt,
+# 4. The second engine: Firefox ESR from Debian, geckodriver from crates.io.
+if ! command -v firefox-esr >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing firefox-esr with apt"
+    [ -n "$(find /var/lib/apt/lists -name '*Packages*' -print -quit 2>/dev/null)" ] || apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq firefox-esr >/dev/null
+  else
+    echo "[setup] firefox-esr is missing and this is not root: sudo apt-get install -y firefox-esr" >&2
+    exit 1
+  fi
+fi
+if ! command -v geckodriver >/dev/null 2>&1; then
+  say "installing geckodriver (cargo install, a few minutes)"
+  cargo install geckodriver
+fi
+
+# 5. npm packages from the committed lock file (binaryen's wasm-opt,
 #    playwright-core, ...). Reinstalled only when the lock file changes.
 lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -d node_modules ] || [ "$(cat node_modules/.stormguard-lock 2>/dev/null || true)" != "$lock_sum" ]; then

@@ -5,13 +5,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
+# The wasm-bindgen-test suites (tests/*.rs run in real browsers).
+WASM_TESTS="--test browser"
+
 step "cargo fmt --check"
 cargo fmt --check
 
 step "cargo clippy (native, all targets)"
 cargo clippy --all-targets --quiet -- -D warnings
 step "cargo clippy (wasm32: library and browser tests)"
-cargo clippy --target wasm32-unknown-unknown --lib --test browser --quiet -- -D warnings
+cargo clippy --target wasm32-unknown-unknown --lib $WASM_TESTS --quiet -- -D warnings
 
 step "cargo test (native: policy core, property tests, virtual-time simulation)"
 cargo test --quiet
@@ -31,10 +34,11 @@ STORMGUARD_FAULT_URL=$(node -e 'process.stdout.write(JSON.parse(require("fs").re
 export STORMGUARD_FAULT_URL
 echo "fault server at $STORMGUARD_FAULT_URL"
 
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
 step "browser tests (wasm-bindgen-test in headless Chromium)"
-CHROMEDRIVER=/usr/bin/chromedriver \
-CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --target wasm32-unknown-unknown --test browser
+CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown $WASM_TESTS
+step "browser tests (wasm-bindgen-test in headless Firefox ESR)"
+GECKODRIVER="$(command -v geckodriver)" cargo test --target wasm32-unknown-unknown $WASM_TESTS
 
 step "node tests (fault server, end-to-end in Chromium through playwright-core)"
 node --expose-gc --test --test-concurrency=1 tests/server/ tests/e2e/

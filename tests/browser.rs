@@ -628,8 +628,12 @@ async fn network_error_and_parse_error_carry_their_fields() {
     );
     assert_eq!(get(&err, "retryDenied").as_string().unwrap(), "attempts");
     assert_eq!(num(&err, "attempts"), 3.0);
+    // Browsers replay a reset GET on their own, below fetch(): Chromium at
+    // most once, Firefox ESR 153 up to 10 times per fetch (30 arrivals for
+    // 3 attempts, measured). The client's own count is the contract.
+    assert_eq!(stat(&client, "attempts"), 3.0);
     let sent = server_log(&id).await.length();
-    assert!((3..=4).contains(&sent), "{sent} arrivals for 3 attempts");
+    assert!(sent >= 3, "{sent} arrivals for 3 attempts");
 
     let id = test_id("invalid-json");
     let err = request(&client, &url("/invalid-json", &id), "{}")
