@@ -222,12 +222,7 @@ impl Client {
         options: &JsValue,
     ) -> Result<(Call, Option<AbortSignal>), CallError> {
         let r = Reader::new(options, "options").map_err(CallError::options)?;
-        let Common {
-            cfg,
-            signal,
-            idem,
-            breaker_key,
-        } = self.common(&r)?;
+        let common = self.common(&r)?;
         let method = match r.string("method").map_err(CallError::options)? {
             Some(m) => normalize_method(&m)?,
             None => "GET".to_string(),
@@ -254,25 +249,16 @@ impl Client {
                 init.set_body(&encode_body(&body, &headers)?);
             }
         }
-        if let Some(k) = &idem {
-            let _ = headers.set("Idempotency-Key", k);
-        }
-        let dedupe_key = (self.engine.cfg.dedupe && (method == "GET" || method == "HEAD"))
-            .then(|| dedupe_key(&method, &url, &headers, response_type));
         init.set_method(&method);
         init.set_headers(&headers);
         let href = url.href();
         let request = Request::new_with_str_and_init(&href, &init)
             .map_err(|_| opt_err("body", "cannot be sent with this method"))?;
-        let mut call = self.call(
-            &url,
-            request,
-            Mode::Request(response_type),
-            cfg,
-            idem.is_some(),
-            breaker_key,
-        );
-        call.dedupe_key = dedupe_key;
+        let (mut call, signal) = self.call(&url, request, Mode::Request(response_type), common);
+        if self.engine.cfg.dedupe && (method == "GET" || method == "HEAD") {
+            let headers = call.request.headers();
+            call.dedupe_key = Some(dedupe_key(&method, &url, &headers, response_type));
+        }
         Ok((call, signal))
     }
 
@@ -282,12 +268,7 @@ impl Client {
         init: &JsValue,
     ) -> Result<(Call, Option<AbortSignal>), CallError> {
         let r = Reader::new(init, "init").map_err(CallError::options)?;
-        let Common {
-            cfg,
-            signal,
-            idem,
-            breaker_key,
-        } = self.common(&r)?;
+        let mut common = self.common(&r)?;
         // The Request sees the caller's init minus the signal: each attempt
         // gets its own, linked to the caller's.
         let plain = js_sys::Object::new();
@@ -296,17 +277,19 @@ impl Client {
             let _ = js_sys::Reflect::delete_property(&plain, &JsValue::from_str("signal"));
         }
         let plain: RequestInit = plain.unchecked_into();
-        let (request, url, signal) = if instance_of::<Request>(input) {
+        let (request, url) = if instance_of::<Request>(input) {
             let req: &Request = input.unchecked_ref();
             let url = self.resolve_url(&JsValue::from_str(&req.url()))?;
             let request = Request::new_with_request_and_init(req, &plain)
                 .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
-            (request, url, signal.or_else(|| Some(req.signal())))
+            // A Request's own signal is the caller's unless init gives one.
+            common.signal = common.signal.or_else(|| Some(req.signal()));
+            (request, url)
         } else {
             let url = self.resolve_url(input)?;
             let request = Request::new_with_str_and_init(&url.href(), &plain)
                 .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
-            (request, url, signal)
+            (request, url)
         };
         let headers = request.headers();
         for (k, v) in &self.headers {
@@ -314,39 +297,38 @@ impl Client {
                 let _ = headers.set(k, v);
             }
         }
-        if let Some(k) = &idem {
-            let _ = headers.set("Idempotency-Key", k);
-        }
-        Ok((
-            self.call(&url, request, Mode::Fetch, cfg, idem.is_some(), breaker_key),
-            signal,
-        ))
+        Ok(self.call(&url, request, Mode::Fetch, common))
     }
 
+    /// The call for a built request: its Idempotency-Key header (the same
+    /// on every attempt, since attempts clone this request) and breaker key.
     fn call(
         &self,
         url: &Url,
         request: Request,
         mode: Mode,
-        cfg: CallConfig,
-        has_key: bool,
-        breaker_key: Option<String>,
-    ) -> Call {
+        common: Common,
+    ) -> (Call, Option<AbortSignal>) {
+        if let Some(k) = &common.idem {
+            let _ = request.headers().set("Idempotency-Key", k);
+        }
         let method = request.method();
-        let breaker_key =
-            breaker_key.unwrap_or_else(|| cat(&[&method, " ", &url.origin(), &url.pathname()]));
-        Call {
+        let breaker_key = common
+            .breaker_key
+            .unwrap_or_else(|| cat(&[&method, " ", &url.origin(), &url.pathname()]));
+        let call = Call {
             request_id: self.request_id(),
             method,
             url: url.href(),
             request,
             mode,
-            cfg,
-            has_key,
+            cfg: common.cfg,
+            has_key: common.idem.is_some(),
             breaker_key,
             cancel: Cancel::default(),
             dedupe_key: None,
-        }
+        };
+        (call, common.signal)
     }
 }
 
