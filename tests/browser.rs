@@ -591,7 +591,25 @@ async fn events_carry_their_fields_and_never_a_header() {
     for ev in ["attempt", "retry", "giveUp"] {
         client.on(ev, listener.as_ref().clone()).unwrap();
     }
-    let _ = request(&client, &url("/status/503", &id), "{}").await;
+    let err = request(
+        &client,
+        &url("/status/503", &id),
+        r#"{"headers": {"x-api-key": "call-secret"}}"#,
+    )
+    .await
+    .unwrap_err();
+    // Neither the error nor the stats carry a header value.
+    for leak in [
+        js_sys::JSON::stringify(&err).unwrap(),
+        js_sys::JSON::stringify(&client.stats()).unwrap(),
+        js_sys::JSON::stringify(&client.breakers()).unwrap(),
+    ] {
+        let leak = leak.as_string().unwrap();
+        assert!(
+            !leak.contains("secret-token") && !leak.contains("call-secret"),
+            "{leak}"
+        );
+    }
     let types: Vec<String> = seen
         .iter()
         .map(|e| get(&e, "type").as_string().unwrap())
@@ -610,7 +628,7 @@ async fn events_carry_their_fields_and_never_a_header() {
         .contains("/status/503"));
     assert!(!get(&retry, "requestId").as_string().unwrap().is_empty());
     let text = js_sys::JSON::stringify(&seen).unwrap().as_string().unwrap();
-    assert!(!text.contains("secret-token"));
+    assert!(!text.contains("secret-token") && !text.contains("call-secret"));
     assert!(!text.to_ascii_lowercase().contains("authorization"));
 }
 
