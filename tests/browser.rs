@@ -405,6 +405,12 @@ async fn breaker_opens_then_probes_then_closes() {
     ))
     .unwrap();
     let opts = r#"{"breakerKey": "svc"}"#;
+    let transitions = js_sys::Array::new();
+    let sink = transitions.clone();
+    let listener = Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| {
+        sink.push(&e);
+    });
+    client.on("breaker", listener.as_ref().clone()).unwrap();
     for _ in 0..4 {
         let err = request(&client, &url("/status/503", &id), opts)
             .await
@@ -453,6 +459,30 @@ async fn breaker_opens_then_probes_then_closes() {
         .unwrap();
     let snap = client.breakers().get(0);
     assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
+    // closed -> open (caused by a call), open -> half-open (caused by time:
+    // requestId ''), half-open -> closed (caused by the probe).
+    let seen: Vec<(String, String, String, bool)> = transitions
+        .iter()
+        .map(|e| {
+            (
+                get(&e, "key").as_string().unwrap(),
+                get(&e, "from").as_string().unwrap(),
+                get(&e, "to").as_string().unwrap(),
+                get(&e, "requestId").as_string().unwrap().is_empty(),
+            )
+        })
+        .collect();
+    let expect = |from: &str, to: &str, timed: bool| {
+        ("svc".to_string(), from.to_string(), to.to_string(), timed)
+    };
+    assert_eq!(
+        seen,
+        [
+            expect("closed", "open", false),
+            expect("open", "half-open", true),
+            expect("half-open", "closed", false)
+        ]
+    );
 }
 
 #[wasm_bindgen_test]
