@@ -47,6 +47,16 @@ export interface BreakerOptions {
   maxOpenMs?: number;
   /** Concurrent probe calls allowed when half-open; default 1. */
   halfOpenProbes?: number;
+  /**
+   * 'binary' (default): the open / half-open / closed circuit above.
+   * 'adaptive': client-side throttling (Google SRE book): each call is
+   * rejected locally (CircuitOpenError, retryInMs 0) with probability
+   * max(0, (requests - k * accepts) / (requests + 1)) over `windowMs`, once
+   * `minSamples` requests are in the window; the other fields are unused.
+   */
+  mode?: 'binary' | 'adaptive';
+  /** Adaptive mode's multiplier, 1..100; default 2. */
+  k?: number;
 }
 
 export interface ConcurrencyOptions {

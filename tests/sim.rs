@@ -14,13 +14,16 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::fmt::Write as _;
 
 use stormguard::policy::backoff::Backoff;
 use stormguard::policy::breaker::{Breakers, Permit};
 use stormguard::policy::budget::RetryBudget;
 use stormguard::policy::classify::{plan_retry, sample, Outcome, RetryInput};
 use stormguard::policy::deadline::Deadline;
-use stormguard::policy::options::{ClientConfig, RawClientOptions, RetryConfig, Toggle};
+use stormguard::policy::options::{
+    ClientConfig, RawBreaker, RawClientOptions, RetryConfig, Toggle,
+};
 use stormguard::policy::stats::Stats;
 
 const CLIENTS: usize = 1000;
@@ -83,9 +86,23 @@ struct Report {
     breaker_opens: u64,
     /// Seconds after the outage until >= 95% of the calls started in a second succeed.
     recovery_s: Option<usize>,
+    /// Attempts reaching the server in each second of the fault.
+    fault_attempts_per_s: Vec<u32>,
+    /// Calls that succeeded, of those started during the fault.
+    fault_ok: u32,
+}
+
+/// What happens to the server between OUTAGE_START_S and OUTAGE_END_S.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    /// Every attempt fails.
+    Outage,
+    /// Capacity drops to this many attempts a second; the excess gets 503.
+    Brownout(u32),
 }
 
 struct Sim {
+    fault: Fault,
     cfg: ClientConfig,
     retry: RetryConfig,
     clients: Vec<Client>,
@@ -108,7 +125,7 @@ fn in_outage(now_ms: f64) -> bool {
 }
 
 impl Sim {
-    fn new(cfg: ClientConfig) -> Self {
+    fn new(cfg: ClientConfig, fault: Fault) -> Self {
         let clients = (0..CLIENTS)
             .map(|_| Client {
                 budget: cfg.budget.as_ref().map(RetryBudget::new),
@@ -116,6 +133,7 @@ impl Sim {
             })
             .collect();
         Self {
+            fault,
             retry: cfg.retry.clone().unwrap_or_else(RetryConfig::off),
             cfg,
             clients,
@@ -166,6 +184,8 @@ impl Sim {
                 .map(Breakers::opens)
                 .sum(),
             recovery_s,
+            fault_attempts_per_s: self.attempts_per_s[OUTAGE_START_S..OUTAGE_END_S].to_vec(),
+            fault_ok: self.ok_per_s[OUTAGE_START_S..OUTAGE_END_S].iter().sum(),
         }
     }
 
@@ -191,9 +211,10 @@ impl Sim {
     }
 
     fn attempt(&mut self, id: usize, now: f64) {
+        let coin = self.rng.next();
         let call = &mut self.calls[id];
         let client = &mut self.clients[call.client];
-        call.permit = match client.breakers.as_mut().map(|b| b.acquire(KEY, now)) {
+        call.permit = match client.breakers.as_mut().map(|b| b.acquire(KEY, now, coin)) {
             Some(Err(_retry_in_ms)) => return,
             Some(Ok(permit)) => Some(permit),
             None => None,
@@ -208,13 +229,17 @@ impl Sim {
         if in_outage(now) {
             self.outage.attempts += 1;
         }
-        let (reply, latency) = if in_outage(now) {
+        let capacity = match self.fault {
+            Fault::Brownout(c) if in_outage(now) => c,
+            _ => CAPACITY,
+        };
+        let (reply, latency) = if in_outage(now) && self.fault == Fault::Outage {
             if self.rng.next() < 0.5 {
                 (Reply::Refused, self.rng.between(5.0, 25.0))
             } else {
                 (Reply::Unavailable, self.rng.between(20.0, 60.0))
             }
-        } else if self.attempts_per_s[second(now)] > CAPACITY {
+        } else if self.attempts_per_s[second(now)] > capacity {
             (Reply::Unavailable, self.rng.between(20.0, 60.0))
         } else {
             (Reply::Ok, self.rng.between(30.0, 80.0))
@@ -280,15 +305,17 @@ fn simulate(budget: bool, breaker: bool) -> Report {
         ..RawClientOptions::default()
     })
     .unwrap();
-    Sim::new(cfg).run()
+    Sim::new(cfg, Fault::Outage).run()
 }
 
 #[test]
 fn outage_amplification_with_defaults_and_without_protection() {
-    println!(
+    let mut out = String::new();
+    writeln!(
+        out,
         "{CLIENTS} clients x 1 call/s, server capacity {CAPACITY}/s, down from {OUTAGE_START_S}s to {OUTAGE_END_S}s"
-    );
-    println!("config                      attempts/call  peak attempts/s  retries  budget denied  breaker opens  recovered after");
+    ).unwrap();
+    writeln!(out, "config                      attempts/call  peak attempts/s  retries  budget denied  breaker opens  recovered after").unwrap();
     let mut figures = Vec::new();
     for (name, budget, breaker) in [
         ("defaults (budget+breaker)", true, true),
@@ -298,7 +325,8 @@ fn outage_amplification_with_defaults_and_without_protection() {
     ] {
         let r = simulate(budget, breaker);
         let amplification = r.outage.amplification();
-        println!(
+        writeln!(
+            out,
             "{name:<27} {amplification:>13.3}  {:>15}  {:>7}  {:>13}  {:>13}  {}",
             r.peak_attempts_per_s,
             r.outage.retries,
@@ -306,9 +334,11 @@ fn outage_amplification_with_defaults_and_without_protection() {
             r.breaker_opens,
             r.recovery_s
                 .map_or("never".to_owned(), |s| format!("{s} s")),
-        );
+        )
+        .unwrap();
         figures.push(amplification);
     }
+    print!("{out}");
     assert!(
         figures[0] <= 1.15,
         "defaults: {} attempts per call",
@@ -318,5 +348,71 @@ fn outage_amplification_with_defaults_and_without_protection() {
         figures[3] > 2.5,
         "retries only: {} attempts per call",
         figures[3]
+    );
+}
+
+/// Coefficient of variation: how much a series swings around its mean.
+fn swing(series: &[u32]) -> f64 {
+    let n = series.len() as f64;
+    let mean = series.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+    let var = series
+        .iter()
+        .map(|&x| (f64::from(x) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    var.sqrt() / mean
+}
+
+#[test]
+fn adaptive_throttling_sheds_a_brownout_smoothly() {
+    let mut out = String::new();
+    // Capacity drops to 30 % of normal load for 30 s.
+    let brownout = Fault::Brownout(CAPACITY * 3 / 10);
+    let run = |mode: &str| {
+        let raw = RawClientOptions {
+            breaker: Toggle::On(RawBreaker {
+                mode: Some(mode.to_owned()),
+                ..RawBreaker::default()
+            }),
+            ..RawClientOptions::default()
+        };
+        Sim::new(ClientConfig::from_raw(&raw).unwrap(), brownout).run()
+    };
+    writeln!(
+        out,
+        "brownout to {} attempts/s for {}s, {CLIENTS} clients x 1 call/s",
+        CAPACITY * 3 / 10,
+        OUTAGE_END_S - OUTAGE_START_S
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "breaker mode   attempts/call  swing of attempts/s  min..max attempts/s  calls answered"
+    )
+    .unwrap();
+    let mut swings = Vec::new();
+    for mode in ["binary", "adaptive"] {
+        let r = run(mode);
+        let series = &r.fault_attempts_per_s[5..]; // after the first reactions
+        let (lo, hi) = (series.iter().min().unwrap(), series.iter().max().unwrap());
+        let calls = r.outage.requests;
+        writeln!(
+            out,
+            "{mode:<13} {:>14.3}  {:>19.3}  {:>9}..{:<9}  {:>6.1} %",
+            r.outage.amplification(),
+            swing(series),
+            lo,
+            hi,
+            100.0 * f64::from(r.fault_ok) / calls as f64,
+        )
+        .unwrap();
+        swings.push(swing(series));
+    }
+    print!("{out}");
+    assert!(
+        swings[1] < swings[0],
+        "adaptive throttling swings {} vs the binary breaker's {}",
+        swings[1],
+        swings[0]
     );
 }

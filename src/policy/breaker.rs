@@ -20,6 +20,15 @@
 //! slot. (A `Normal` attempt that outlives a whole open/half-open/close cycle
 //! does count in the new window: it needs to run longer than the open period.)
 //!
+//! `mode: 'adaptive'` replaces the circuit with client-side throttling
+//! (Google SRE book, "Handling Overload"): each call is rejected locally with
+//! probability `max(0, (requests - k * accepts) / (requests + 1))` over the
+//! window, where `requests` counts every call asked for (rejected ones too)
+//! and `accepts` the ones the backend answered well. Load is shed in
+//! proportion to what the backend refuses, smoothly, instead of all or
+//! nothing; there are no transitions, and a snapshot reads HalfOpen while
+//! some calls are being shed. Nothing is shed before `minSamples` requests.
+//!
 //! Memory is bounded: at most `max_keys` breakers (default 1000). A new key at
 //! the cap evicts the least recently used breaker that is Closed with no
 //! permit out; if every breaker is open, half-open or busy, the new key is
@@ -83,6 +92,8 @@ pub struct Snapshot {
 struct Tally {
     successes: u32,
     failures: u32,
+    /// Calls rejected locally by adaptive throttling.
+    rejected: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -136,7 +147,14 @@ impl Circuit {
         }
     }
 
-    fn acquire(&mut self, cfg: &BreakerConfig, now_ms: f64) -> Result<Permit, f64> {
+    fn acquire(&mut self, cfg: &BreakerConfig, now_ms: f64, rand01: f64) -> Result<Permit, f64> {
+        if let Some(k) = cfg.adaptive_k {
+            if rand01 < self.shed_probability(cfg, k, now_ms) {
+                self.window
+                    .add(now_ms, |t| t.rejected = t.rejected.saturating_add(1));
+                return Err(0.0);
+            }
+        }
         let permit = match self.state {
             State::Closed => Permit::Normal,
             State::Open => return Err(self.retry_in(now_ms)),
@@ -174,11 +192,14 @@ impl Circuit {
                     .add(now_ms, |t| t.failures = t.failures.saturating_add(1));
                 self.consecutive = self.consecutive.saturating_add(1);
                 let (samples, failures) = self.tally(now_ms);
-                let by_rate = samples >= cfg.min_samples
+                let binary = cfg.adaptive_k.is_none();
+                let by_rate = binary
+                    && samples >= cfg.min_samples
                     && f64::from(failures) / f64::from(samples) > cfg.failure_rate;
-                let by_run = cfg
-                    .consecutive_failures
-                    .is_some_and(|n| self.consecutive >= n);
+                let by_run = binary
+                    && cfg
+                        .consecutive_failures
+                        .is_some_and(|n| self.consecutive >= n);
                 (by_rate || by_run).then(|| self.open(now_ms, cfg.open_ms))
             }
             (Permit::Probe, State::HalfOpen, Sample::Success) => {
@@ -202,6 +223,27 @@ impl Circuit {
         self.period_ms = period_ms;
         self.open_until = now_ms + period_ms;
         (from, State::Open)
+    }
+
+    /// Adaptive throttling's rejection probability, 0 below `minSamples`.
+    fn shed_probability(&self, cfg: &BreakerConfig, k: f64, now_ms: f64) -> f64 {
+        let (requests, accepts) =
+            self.window
+                .by_age(now_ms)
+                .iter()
+                .fold((0u32, 0u32), |(r, a), t| {
+                    (
+                        r.saturating_add(t.successes)
+                            .saturating_add(t.failures)
+                            .saturating_add(t.rejected),
+                        a.saturating_add(t.successes),
+                    )
+                });
+        if requests < cfg.min_samples {
+            return 0.0;
+        }
+        let (requests, accepts) = (f64::from(requests), f64::from(accepts));
+        ((requests - k * accepts) / (requests + 1.0)).clamp(0.0, 1.0)
     }
 
     /// (samples, failures) in the window.
@@ -268,8 +310,9 @@ impl Breakers {
 
     /// `Err(retry_in_ms)` when open (time left of the open period), or when
     /// half-open with every probe slot taken (`Err(0.0)`: the probes'
-    /// results decide, there is no time to wait for).
-    pub fn acquire(&mut self, key: &str, now_ms: f64) -> Result<Permit, f64> {
+    /// results decide, there is no time to wait for), or when adaptive
+    /// throttling sheds this call (`Err(0.0)`; `rand01` is its coin).
+    pub fn acquire(&mut self, key: &str, now_ms: f64, rand01: f64) -> Result<Permit, f64> {
         if !self.circuits.contains_key(key) {
             if !self.make_room() {
                 return Ok(Permit::Normal);
@@ -283,7 +326,7 @@ impl Breakers {
         };
         c.last_used = self.tick;
         self.log.push(key, c.refresh(now_ms));
-        c.acquire(&self.cfg, now_ms)
+        c.acquire(&self.cfg, now_ms, rand01)
     }
 
     /// Reports an attempt's outcome for a permit from `acquire`; `Ignored`
@@ -314,9 +357,13 @@ impl Breakers {
         for (key, c) in &mut self.circuits {
             self.log.push(key, c.refresh(now_ms));
             let (samples, failures) = c.tally(now_ms);
+            let shedding = self
+                .cfg
+                .adaptive_k
+                .is_some_and(|k| c.shed_probability(&self.cfg, k, now_ms) > 0.0);
             out.push(Snapshot {
                 key: key.clone(),
-                state: c.state,
+                state: if shedding { State::HalfOpen } else { c.state },
                 samples,
                 failure_rate: if samples == 0 {
                     0.0
@@ -373,7 +420,7 @@ mod tests {
     }
 
     fn call(b: &mut Breakers, key: &str, sample: Sample, now: f64) -> Result<Permit, f64> {
-        let p = b.acquire(key, now)?;
+        let p = b.acquire(key, now, 0.5)?;
         b.record(key, p, sample, now);
         Ok(p)
     }
@@ -494,10 +541,10 @@ mod tests {
     fn open_rejects_with_time_left() {
         let mut b = Breakers::new(cfg());
         open(&mut b, 1000.0);
-        assert_eq!(b.acquire(K, 1000.0), Err(5000.0));
-        assert_eq!(b.acquire(K, 4000.0), Err(2000.0));
+        assert_eq!(b.acquire(K, 1000.0, 0.5), Err(5000.0));
+        assert_eq!(b.acquire(K, 4000.0, 0.5), Err(2000.0));
         // A clock stepping back never reports more than the period.
-        assert_eq!(b.acquire(K, 0.0), Err(5000.0));
+        assert_eq!(b.acquire(K, 0.0, 0.5), Err(5000.0));
         let s = &b.snapshot(4000.0)[0];
         assert_eq!((s.state, s.open_for_ms), (State::Open, 2000.0));
     }
@@ -510,16 +557,16 @@ mod tests {
         assert_eq!(b.state(K, 4999.0), State::Open);
         assert_eq!(b.state(K, 5000.0), State::HalfOpen);
         assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
-        let p = b.acquire(K, 5000.0).unwrap();
+        let p = b.acquire(K, 5000.0, 0.5).unwrap();
         assert_eq!(p, Permit::Probe);
-        assert_eq!(b.acquire(K, 5001.0), Err(0.0));
+        assert_eq!(b.acquire(K, 5001.0, 0.5), Err(0.0));
         b.record(K, p, Sample::Success, 5100.0);
         assert_eq!(b.state(K, 5100.0), State::Closed);
         assert_eq!(changes(&mut b), [(State::HalfOpen, State::Closed)]);
         // Window cleared.
         let s = &b.snapshot(5100.0)[0];
         assert_eq!((s.samples, s.failure_rate, s.open_for_ms), (0, 0.0, 0.0));
-        assert_eq!(b.acquire(K, 5100.0), Ok(Permit::Normal));
+        assert_eq!(b.acquire(K, 5100.0, 0.5), Ok(Permit::Normal));
     }
 
     #[test]
@@ -532,7 +579,7 @@ mod tests {
         let mut b = Breakers::new(cfg());
         open(&mut b, 0.0);
         changes(&mut b);
-        assert_eq!(b.acquire(K, 6000.0), Ok(Permit::Probe));
+        assert_eq!(b.acquire(K, 6000.0, 0.5), Ok(Permit::Probe));
         assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
     }
 
@@ -543,28 +590,28 @@ mod tests {
         let mut now = 0.0;
         for period in [10_000.0, 20_000.0, 30_000.0, 30_000.0] {
             now += 100_000.0;
-            let p = b.acquire(K, now).unwrap();
+            let p = b.acquire(K, now, 0.5).unwrap();
             assert_eq!(p, Permit::Probe);
             b.record(K, p, Sample::Failure, now);
-            assert_eq!(b.acquire(K, now), Err(period));
+            assert_eq!(b.acquire(K, now, 0.5), Err(period));
         }
         assert_eq!(b.opens(), 5);
         // A success brings the period back to openMs.
         now += 100_000.0;
-        let p = b.acquire(K, now).unwrap();
+        let p = b.acquire(K, now, 0.5).unwrap();
         b.record(K, p, Sample::Success, now);
         open(&mut b, now);
-        assert_eq!(b.acquire(K, now), Err(5000.0));
+        assert_eq!(b.acquire(K, now, 0.5), Err(5000.0));
     }
 
     #[test]
     fn ignored_probe_frees_its_slot_without_deciding() {
         let mut b = Breakers::new(cfg());
         open(&mut b, 0.0);
-        let p = b.acquire(K, 5000.0).unwrap();
+        let p = b.acquire(K, 5000.0, 0.5).unwrap();
         b.record(K, p, Sample::Ignored, 5000.0);
         assert_eq!(b.state(K, 5000.0), State::HalfOpen);
-        assert_eq!(b.acquire(K, 5000.0), Ok(Permit::Probe));
+        assert_eq!(b.acquire(K, 5000.0, 0.5), Ok(Permit::Probe));
     }
 
     #[test]
@@ -574,10 +621,10 @@ mod tests {
             ..cfg()
         });
         open(&mut b, 0.0);
-        let p1 = b.acquire(K, 5000.0).unwrap();
-        let p2 = b.acquire(K, 5000.0).unwrap();
+        let p1 = b.acquire(K, 5000.0, 0.5).unwrap();
+        let p2 = b.acquire(K, 5000.0, 0.5).unwrap();
         assert_eq!((p1, p2), (Permit::Probe, Permit::Probe));
-        assert_eq!(b.acquire(K, 5000.0), Err(0.0));
+        assert_eq!(b.acquire(K, 5000.0, 0.5), Err(0.0));
         // First probe fails: open again; the second's success arrives late and decides nothing.
         b.record(K, p1, Sample::Failure, 5100.0);
         b.record(K, p2, Sample::Success, 5200.0);
@@ -591,30 +638,30 @@ mod tests {
             ..cfg()
         });
         open(&mut b, 0.0);
-        let p1 = b.acquire(K, 5000.0).unwrap();
-        let p2 = b.acquire(K, 5000.0).unwrap();
+        let p1 = b.acquire(K, 5000.0, 0.5).unwrap();
+        let p2 = b.acquire(K, 5000.0, 0.5).unwrap();
         b.record(K, p1, Sample::Failure, 5000.0);
         // Half-open again while p2 is still out: only one new probe fits.
-        assert_eq!(b.acquire(K, 15_000.0), Ok(Permit::Probe));
-        assert_eq!(b.acquire(K, 15_000.0), Err(0.0));
+        assert_eq!(b.acquire(K, 15_000.0, 0.5), Ok(Permit::Probe));
+        assert_eq!(b.acquire(K, 15_000.0, 0.5), Err(0.0));
         b.record(K, p2, Sample::Ignored, 15_000.0);
-        assert_eq!(b.acquire(K, 15_000.0), Ok(Permit::Probe));
+        assert_eq!(b.acquire(K, 15_000.0, 0.5), Ok(Permit::Probe));
     }
 
     #[test]
     fn stragglers_do_not_corrupt_the_state() {
         let mut b = Breakers::new(cfg());
-        let late: Vec<Permit> = (0..3).map(|_| b.acquire(K, 0.0).unwrap()).collect();
+        let late: Vec<Permit> = (0..3).map(|_| b.acquire(K, 0.0, 0.5).unwrap()).collect();
         open(&mut b, 0.0);
         // Normal results arriving while open change nothing.
         b.record(K, late[0], Sample::Success, 100.0);
         assert_eq!(b.state(K, 100.0), State::Open);
         // ... nor while half-open: the probe alone decides.
-        let probe = b.acquire(K, 5000.0).unwrap();
+        let probe = b.acquire(K, 5000.0, 0.5).unwrap();
         b.record(K, late[1], Sample::Success, 5000.0);
         b.record(K, late[2], Sample::Failure, 5000.0);
         assert_eq!(b.state(K, 5000.0), State::HalfOpen);
-        assert_eq!(b.acquire(K, 5000.0), Err(0.0));
+        assert_eq!(b.acquire(K, 5000.0, 0.5), Err(0.0));
         b.record(K, probe, Sample::Success, 5000.0);
         assert_eq!(b.state(K, 5000.0), State::Closed);
         assert_eq!(b.snapshot(5000.0)[0].samples, 0);
@@ -625,7 +672,7 @@ mod tests {
         let mut b = Breakers::new(cfg());
         open(&mut b, 0.0);
         assert_eq!(
-            b.acquire("GET https://api.example/y", 0.0),
+            b.acquire("GET https://api.example/y", 0.0, 0.5),
             Ok(Permit::Normal)
         );
         assert_eq!(b.state("never seen", 0.0), State::Closed);
@@ -648,7 +695,7 @@ mod tests {
     fn cap_never_evicts_open_or_busy_keys() {
         let mut b = Breakers::with_capacity_limit(cfg(), 2);
         open(&mut b, 0.0);
-        let busy = b.acquire("busy", 0.0).unwrap();
+        let busy = b.acquire("busy", 0.0, 0.5).unwrap();
         // Both tracked breakers must stay: the new key is served untracked.
         assert_eq!(
             call(&mut b, "new", Sample::Failure, 0.0),
@@ -686,7 +733,7 @@ mod tests {
         });
         for i in 0..3000 {
             let now = f64::from(i);
-            if let Ok(p) = b.acquire(K, now) {
+            if let Ok(p) = b.acquire(K, now, 0.5) {
                 b.record(K, p, Sample::Failure, now);
             }
         }
@@ -698,11 +745,11 @@ mod tests {
     fn odd_clock_values_do_not_panic_or_stick() {
         let mut b = Breakers::new(cfg());
         for _ in 0..4 {
-            let p = b.acquire(K, f64::NAN).unwrap();
+            let p = b.acquire(K, f64::NAN, 0.5).unwrap();
             b.record(K, p, Sample::Failure, f64::NAN);
         }
         // Opened at NaN: the next real reading sees the period over.
-        assert_eq!(b.acquire(K, 0.0), Ok(Permit::Probe));
+        assert_eq!(b.acquire(K, 0.0, 0.5), Ok(Permit::Probe));
         let _ = b.snapshot(f64::INFINITY);
     }
 
@@ -743,7 +790,7 @@ mod tests {
                     Op::Advance(dt) => now += dt,
                     Op::Acquire => {
                         let before = b.state(K, now);
-                        match b.acquire(K, now) {
+                        match b.acquire(K, now, 0.5) {
                             Ok(p) => {
                                 prop_assert_ne!(before, State::Open);
                                 prop_assert_eq!(p == Permit::Probe, before == State::HalfOpen);
@@ -766,5 +813,65 @@ mod tests {
                 prop_assert!(probes_out <= probes as usize, "{} probes out", probes_out);
             }
         }
+    }
+
+    fn adaptive() -> BreakerConfig {
+        BreakerConfig {
+            min_samples: 4,
+            adaptive_k: Some(2.0),
+            ..BreakerConfig::default()
+        }
+    }
+
+    #[test]
+    fn adaptive_sheds_in_proportion_and_never_opens() {
+        let mut b = Breakers::new(adaptive());
+        // Below minSamples nothing is shed, whatever the coin.
+        for _ in 0..3 {
+            let p = b.acquire(K, 0.0, 0.0).unwrap();
+            b.record(K, p, Sample::Failure, 0.0);
+        }
+        // 3 requests, 0 accepts: still under minSamples (4).
+        assert_eq!(b.acquire(K, 0.0, 0.0), Ok(Permit::Normal));
+        b.record(K, Permit::Normal, Sample::Failure, 0.0);
+        // 4 requests, 0 accepts: p = 4/5. A coin under p is shed, above passes.
+        assert_eq!(b.acquire(K, 0.0, 0.79), Err(0.0));
+        // The shed call counted as a request: 5 requests, p = 5/6.
+        assert_eq!(b.acquire(K, 0.0, 0.82), Err(0.0));
+        assert_eq!(b.acquire(K, 0.0, 0.99), Ok(Permit::Normal));
+        b.record(K, Permit::Normal, Sample::Failure, 0.0);
+        assert!(
+            changes(&mut b).is_empty(),
+            "adaptive mode has no transitions"
+        );
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        assert_eq!(
+            b.snapshot(0.0)[0].state,
+            State::HalfOpen,
+            "shedding shows as half-open"
+        );
+    }
+
+    #[test]
+    fn adaptive_lets_a_healthy_backend_through() {
+        let mut b = Breakers::new(adaptive());
+        // Half the calls fail: requests = 2 * accepts, so k = 2 sheds nothing.
+        for i in 0..100 {
+            let sample = if i % 2 == 0 {
+                Sample::Success
+            } else {
+                Sample::Failure
+            };
+            assert!(call(&mut b, K, sample, f64::from(i)).is_ok());
+        }
+        assert_eq!(b.acquire(K, 100.0, 0.0), Ok(Permit::Normal));
+        assert_eq!(b.snapshot(100.0)[0].state, State::Closed);
+        // The window forgets: after it, nothing is shed.
+        let mut b = Breakers::new(adaptive());
+        for i in 0..20 {
+            let _ = call(&mut b, K, Sample::Failure, f64::from(i));
+        }
+        assert_eq!(b.acquire(K, 20.0, 0.1), Err(0.0));
+        assert_eq!(b.acquire(K, 70_000.0, 0.0), Ok(Permit::Normal));
     }
 }

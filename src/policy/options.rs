@@ -114,6 +114,8 @@ pub struct RawBreaker {
     pub open_ms: Option<f64>,
     pub max_open_ms: Option<f64>,
     pub half_open_probes: Option<f64>,
+    pub mode: Option<String>,
+    pub k: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -269,7 +271,13 @@ pub struct BreakerConfig {
     pub open_ms: f64,
     pub max_open_ms: f64,
     pub half_open_probes: u32,
+    /// `mode: 'adaptive'`: client-side throttling with this `k` instead of
+    /// an open/closed circuit (see breaker.rs); None for `'binary'`.
+    pub adaptive_k: Option<f64>,
 }
+
+/// Default `k` of adaptive throttling: the SRE book's suggestion.
+pub const DEFAULT_ADAPTIVE_K: f64 = 2.0;
 
 impl Default for BreakerConfig {
     fn default() -> Self {
@@ -281,6 +289,7 @@ impl Default for BreakerConfig {
             open_ms: 5000.0,
             max_open_ms: 30_000.0,
             half_open_probes: 1,
+            adaptive_k: None,
         }
     }
 }
@@ -334,6 +343,14 @@ impl BreakerConfig {
             half_open_probes: or(raw.half_open_probes, d.half_open_probes, |v| {
                 count("breaker.halfOpenProbes", v, 1.0, MAX_DURATION_MS)
             })?,
+            adaptive_k: match raw.mode.as_deref() {
+                None | Some("binary") => None,
+                Some("adaptive") => Some(or(raw.k, DEFAULT_ADAPTIVE_K, |v| {
+                    // k < 1 would shed load from a backend that accepts everything.
+                    in_range("breaker.k", v, 1.0, 100.0, "must be from 1 to 100")
+                })?),
+                Some(_) => return Err(invalid("breaker.mode", "must be 'binary' or 'adaptive'")),
+            },
         })
     }
 }
@@ -1249,5 +1266,49 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.option, "retry.maxAttempts");
+    }
+
+    #[test]
+    fn breaker_mode_and_k() {
+        let c = breaker(RawBreaker {
+            mode: Some("adaptive".into()),
+            ..RawBreaker::default()
+        })
+        .unwrap();
+        assert_eq!(c.breaker.unwrap().adaptive_k, Some(DEFAULT_ADAPTIVE_K));
+        let c = breaker(RawBreaker {
+            mode: Some("binary".into()),
+            k: Some(3.0),
+            ..RawBreaker::default()
+        })
+        .unwrap();
+        assert_eq!(c.breaker.unwrap().adaptive_k, None);
+        for (raw, option) in [
+            (
+                RawBreaker {
+                    mode: Some("smart".into()),
+                    ..RawBreaker::default()
+                },
+                "breaker.mode",
+            ),
+            (
+                RawBreaker {
+                    mode: Some("adaptive".into()),
+                    k: Some(0.5),
+                    ..RawBreaker::default()
+                },
+                "breaker.k",
+            ),
+            (
+                RawBreaker {
+                    mode: Some("adaptive".into()),
+                    k: Some(f64::NAN),
+                    ..RawBreaker::default()
+                },
+                "breaker.k",
+            ),
+        ] {
+            assert_eq!(breaker(raw).unwrap_err().option, option);
+        }
     }
 }

@@ -160,7 +160,7 @@ impl Engine {
 
     fn breaker_acquire(&self, call: &Call) -> Result<Option<Permit>, f64> {
         let res = match self.st.borrow_mut().breakers.as_mut() {
-            Some(b) => b.acquire(&call.breaker_key, now_ms()).map(Some),
+            Some(b) => b.acquire(&call.breaker_key, now_ms(), rand01()).map(Some),
             None => return Ok(None),
         };
         self.flush_transitions(&call.request_id);

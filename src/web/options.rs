@@ -204,6 +204,8 @@ pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
                 open_ms: r.num("openMs")?,
                 max_open_ms: r.num("maxOpenMs")?,
                 half_open_probes: r.num("halfOpenProbes")?,
+                mode: r.string("mode")?,
+                k: r.num("k")?,
             })
         })?,
         concurrency: r.toggle("concurrency", |r| {
