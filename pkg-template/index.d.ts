@@ -90,6 +90,13 @@ export interface ClientOptions {
   concurrency?: false | ConcurrencyOptions;
   /** Identical concurrent GETs share one network call; default true. */
   dedupe?: boolean;
+  /**
+   * While navigator.onLine is false no attempt is spent: wait for the
+   * 'online' event within the deadline (true, default), or fail at once with
+   * a NetworkError whose `offline` is true (false). Failures while offline
+   * are never breaker failures.
+   */
+  waitForOnline?: boolean;
   storage?: false | StorageOptions;
 }
 
@@ -102,6 +109,8 @@ export interface CallOptions {
   /** true: a random UUID v4; sent as Idempotency-Key, the same on every attempt. */
   idempotencyKey?: string | true;
   breakerKey?: string;
+  /** Overrides the client's waitForOnline for this call. */
+  waitForOnline?: boolean;
 }
 
 export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
@@ -198,6 +207,8 @@ export declare class NetworkError extends StormguardError {
   readonly name: 'NetworkError';
   readonly code: 'NETWORK';
   readonly cause: unknown;
+  /** True when the host reported no network (navigator.onLine false). */
+  readonly offline?: boolean;
   readonly retryDenied?: RetryDenied;
 }
 export declare class HttpError extends StormguardError {

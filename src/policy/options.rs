@@ -140,6 +140,7 @@ pub struct RawClientOptions {
     pub breaker: Toggle<RawBreaker>,
     pub concurrency: Toggle<RawConcurrency>,
     pub dedupe: Option<bool>,
+    pub wait_for_online: Option<bool>,
     pub storage: Toggle<RawStorage>,
 }
 
@@ -148,6 +149,7 @@ pub struct RawCallOptions {
     pub timeout_ms: Option<f64>,
     pub deadline_ms: Option<f64>,
     pub retry: Toggle<RawRetry>,
+    pub wait_for_online: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -418,6 +420,9 @@ pub struct ClientConfig {
     pub breaker: Option<BreakerConfig>,
     pub concurrency: Option<LimiterConfig>,
     pub dedupe: bool,
+    /// While the host reports no network, wait for it within the deadline
+    /// (true) or fail at once (false); either way no attempt is spent.
+    pub wait_for_online: bool,
     pub storage: Option<StorageConfig>,
 }
 
@@ -431,6 +436,7 @@ impl Default for ClientConfig {
             breaker: Some(BreakerConfig::default()),
             concurrency: Some(LimiterConfig::default()),
             dedupe: true,
+            wait_for_online: true,
             storage: Some(StorageConfig::default()),
         }
     }
@@ -467,6 +473,7 @@ impl ClientConfig {
             breaker: toggle(&raw.breaker, BreakerConfig::from_raw)?,
             concurrency: toggle(&raw.concurrency, LimiterConfig::from_raw)?,
             dedupe: raw.dedupe.unwrap_or(d.dedupe),
+            wait_for_online: raw.wait_for_online.unwrap_or(d.wait_for_online),
             storage: toggle(&raw.storage, StorageConfig::from_raw)?,
         })
     }
@@ -486,6 +493,7 @@ pub struct CallConfig {
     pub timeout_ms: f64,
     pub deadline_ms: f64,
     pub retry: Option<RetryConfig>,
+    pub wait_for_online: bool,
 }
 
 impl CallConfig {
@@ -505,6 +513,7 @@ impl CallConfig {
                 Toggle::Off => None,
                 Toggle::On(r) => Some(client.retry.clone().unwrap_or_default().merged(r)?),
             },
+            wait_for_online: raw.wait_for_online.unwrap_or(client.wait_for_online),
         })
     }
 }
@@ -1181,9 +1190,11 @@ mod tests {
                     base_delay_ms: Some(10.0),
                     ..Default::default()
                 }),
+                wait_for_online: Some(false),
             },
         )
         .unwrap();
+        assert!(!k.wait_for_online);
         assert_eq!((k.timeout_ms, k.deadline_ms), (100.0, 500.0));
         let r = k.retry.unwrap();
         assert_eq!(

@@ -174,38 +174,48 @@ impl Cancel {
     }
 }
 
-/// An `abort` listener on a signal, removed when dropped.
-pub struct AbortLink {
-    signal: AbortSignal,
+/// A listener for one event of one target, removed when dropped.
+pub struct EventLink {
+    target: web_sys::EventTarget,
+    event: &'static str,
     closure: Closure<dyn FnMut()>,
 }
 
-impl AbortLink {
-    /// Calls `on_abort` once when `signal` aborts (at once if it already has).
-    pub fn new(signal: &AbortSignal, on_abort: impl FnOnce() + 'static) -> Option<AbortLink> {
-        if signal.aborted() {
-            on_abort();
-            return None;
-        }
-        let mut once = Some(on_abort);
+impl EventLink {
+    /// Calls `f` once, the first time `target` fires `event`.
+    pub fn once(
+        target: &web_sys::EventTarget,
+        event: &'static str,
+        f: impl FnOnce() + 'static,
+    ) -> EventLink {
+        let mut once = Some(f);
         let closure = Closure::<dyn FnMut()>::new(move || {
             if let Some(f) = once.take() {
                 f();
             }
         });
-        let target: &web_sys::EventTarget = signal.unchecked_ref();
-        let _ = target.add_event_listener_with_callback("abort", closure.as_ref().unchecked_ref());
-        Some(AbortLink {
-            signal: signal.clone(),
+        let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
+        EventLink {
+            target: target.clone(),
+            event,
             closure,
-        })
+        }
+    }
+
+    /// Calls `on_abort` once when `signal` aborts (at once if it already has).
+    pub fn abort(signal: &AbortSignal, on_abort: impl FnOnce() + 'static) -> Option<EventLink> {
+        if signal.aborted() {
+            on_abort();
+            return None;
+        }
+        Some(EventLink::once(signal.unchecked_ref(), "abort", on_abort))
     }
 }
 
-impl Drop for AbortLink {
+impl Drop for EventLink {
     fn drop(&mut self) {
-        let target: &web_sys::EventTarget = self.signal.unchecked_ref();
-        let _ = target
-            .remove_event_listener_with_callback("abort", self.closure.as_ref().unchecked_ref());
+        let _ = self
+            .target
+            .remove_event_listener_with_callback(self.event, self.closure.as_ref().unchecked_ref());
     }
 }

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
-use super::cancel::{AbortLink, Cancel, CancelReason, Gate, Wake};
+use super::cancel::{Cancel, CancelReason, EventLink, Gate, Wake};
 use super::errors::{CallError, ErrorKind};
 
 type Outcome = Result<JsValue, JsValue>;
@@ -58,7 +58,7 @@ impl Flight {
         let reason = Rc::new(RefCell::new(JsValue::UNDEFINED));
         let _link = signal.as_ref().and_then(|s| {
             let (g, r, sig) = (gate.clone(), reason.clone(), s.clone());
-            AbortLink::new(s, move || {
+            EventLink::abort(s, move || {
                 *r.borrow_mut() = sig.reason();
                 g.open(Wake::Cancelled);
             })

@@ -13,12 +13,12 @@ use js_sys::Function;
 use wasm_bindgen::prelude::*;
 use web_sys::{AbortSignal, Request};
 
-use super::cancel::{gate_timer, AbortLink, Cancel, CancelReason, Gate, Wake};
+use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
 use super::convert::Obj;
 use super::dedupe::Flight;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Mode};
-use super::host::{epoch_ms, now_ms, rand01};
+use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
 use crate::policy::backoff::{parse_retry_after, Backoff};
 use crate::policy::breaker::{Breakers, Permit, State as BreakerState};
 use crate::policy::budget::RetryBudget;
@@ -216,6 +216,38 @@ impl Engine {
         }
     }
 
+    /// While the host is offline no attempt is made: the call waits for the
+    /// `online` event within its deadline (or, with `waitForOnline: false`,
+    /// fails at once with an offline NetworkError).
+    async fn wait_online(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
+        let offline_error = |denied: Option<RetryDenied>| {
+            let mut e = CallError::new(ErrorKind::Network {
+                cause: JsValue::UNDEFINED,
+                offline: true,
+            });
+            e.retry_denied = denied;
+            e
+        };
+        let target = match global_target() {
+            Some(t) if call.cfg.wait_for_online => t,
+            _ => return Err(offline_error(None)),
+        };
+        let gate = Gate::new();
+        call.cancel.set_gate(Some(gate.clone()));
+        let wake = {
+            let g = gate.clone();
+            let _online = EventLink::once(&target, "online", move || g.open(Wake::Done));
+            let _timer = gate_timer(&gate, deadline.remaining(now_ms()));
+            gate.wait().await
+        };
+        call.cancel.set_gate(None);
+        match wake {
+            Wake::Cancelled => Err(abort_error(&call.cancel)),
+            Wake::Timer => Err(offline_error(Some(RetryDenied::Deadline))),
+            _ => Ok(()),
+        }
+    }
+
     /// Frees a slot; if a call is queued, the slot goes straight to it.
     pub fn release_slot(&self) {
         loop {
@@ -273,6 +305,9 @@ impl Engine {
             }
             if deadline.expired(now_ms()) {
                 return Err(CallError::new(ErrorKind::Timeout { phase: "deadline" }));
+            }
+            if is_offline() {
+                self.wait_online(call, deadline).await?;
             }
             let permit = self.breaker_acquire(call).map_err(|retry_in_ms| {
                 CallError::new(ErrorKind::CircuitOpen {
@@ -332,7 +367,8 @@ impl Engine {
                     (Outcome::Timeout, e, None, None)
                 }
                 AttemptEnd::Network(cause) => {
-                    let e = CallError::new(ErrorKind::Network { cause });
+                    let offline = is_offline();
+                    let e = CallError::new(ErrorKind::Network { cause, offline });
                     (Outcome::Network, e, None, None)
                 }
                 AttemptEnd::Status {
@@ -355,7 +391,15 @@ impl Engine {
                     (Outcome::Status(status), e, Some(response), ra)
                 }
             };
-            self.breaker_record(call, permit, sample(outcome, failure_statuses));
+            // A request that failed because the device went offline says
+            // nothing about the server.
+            let offline = matches!(err.kind, ErrorKind::Network { offline: true, .. });
+            let s = if offline {
+                Sample::Ignored
+            } else {
+                sample(outcome, failure_statuses)
+            };
+            self.breaker_record(call, permit, s);
 
             let now = now_ms();
             let input = RetryInput {
@@ -466,7 +510,7 @@ impl Engine {
         }
         let _link = signal.as_ref().and_then(|s| {
             let (cancel, sig) = (call.cancel.clone(), s.clone());
-            AbortLink::new(s, move || cancel.cancel(CancelReason::Caller(sig.reason())))
+            EventLink::abort(s, move || cancel.cancel(CancelReason::Caller(sig.reason())))
         });
         let result = self.run(&call).await;
         self.st.borrow_mut().calls.remove(&id);

@@ -16,8 +16,10 @@ pub enum ErrorKind {
     Abort {
         reason: JsValue,
     },
+    /// `offline`: the host reported no network (`navigator.onLine` false).
     Network {
         cause: JsValue,
+        offline: bool,
     },
     Http {
         status: u16,
@@ -85,6 +87,7 @@ impl CallError {
                 _ => "attempt timed out".into(),
             },
             ErrorKind::Abort { .. } => "call aborted".into(),
+            ErrorKind::Network { offline: true, .. } => "offline: no network".into(),
             ErrorKind::Network { .. } => "network error".into(),
             ErrorKind::Http {
                 status,
@@ -120,7 +123,13 @@ impl CallError {
             ErrorKind::Abort { reason } => {
                 o.set("reason", reason.clone());
             }
-            ErrorKind::Network { cause } | ErrorKind::Parse { cause } => {
+            ErrorKind::Network { cause, offline } => {
+                o.set("cause", cause.clone());
+                if *offline {
+                    o.set("offline", true);
+                }
+            }
+            ErrorKind::Parse { cause } => {
                 o.set("cause", cause.clone());
             }
             ErrorKind::Http {

@@ -2,6 +2,7 @@
 //! and the two things the policy core asks of the outside: time and chance.
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 #[wasm_bindgen]
 extern "C" {
@@ -92,4 +93,23 @@ pub fn uuid_v4() -> String {
 /// `getPrototypeOf` trap throws.
 pub fn instance_of<T: wasm_bindgen::JsCast>(v: &JsValue) -> bool {
     v.is_object() && prototype_of(v).is_ok() && v.is_instance_of::<T>()
+}
+
+/// `navigator.onLine === false`: the host knows it has no network. A host
+/// without the flag (Node) counts as online.
+pub fn is_offline() -> bool {
+    js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("navigator"))
+        .ok()
+        .filter(JsValue::is_object)
+        .and_then(|n| js_sys::Reflect::get(&n, &JsValue::from_str("onLine")).ok())
+        .is_some_and(|v| v.as_bool() == Some(false))
+}
+
+/// The global object as an event target (window or worker scope), where it is one.
+pub fn global_target() -> Option<web_sys::EventTarget> {
+    let g = js_sys::global();
+    js_sys::Reflect::get(&g, &JsValue::from_str("addEventListener"))
+        .ok()
+        .filter(JsValue::is_function)
+        .map(|_| g.unchecked_into())
 }

@@ -215,6 +215,7 @@ pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
             })
         })?,
         dedupe: r.bool("dedupe")?,
+        wait_for_online: r.bool("waitForOnline")?,
         storage: r.toggle("storage", |r| {
             Ok(RawStorage {
                 prefix: r.string("prefix")?,
@@ -229,6 +230,7 @@ pub fn read_call(r: &Reader) -> Result<RawCallOptions, OptionsError> {
         timeout_ms: r.num("timeoutMs")?,
         deadline_ms: r.num("deadlineMs")?,
         retry: r.toggle("retry", read_retry)?,
+        wait_for_online: r.bool("waitForOnline")?,
     })
 }
 
