@@ -6,17 +6,17 @@
 const BRAND = Symbol.for('stormguard.error');
 
 export class StormguardError extends Error {
-  constructor(message, fields = {}) {
-    super(message, 'cause' in fields ? { cause: fields.cause } : undefined);
+  constructor(message, fields) {
+    super(message, fields && 'cause' in fields ? { cause: fields.cause } : undefined);
     Object.defineProperty(this, BRAND, { value: true });
-    this.name = new.target.errorName;
-    this.code = new.target.code;
     this.requestId = '';
     this.attempts = 0;
     this.elapsedMs = 0;
-    for (const [k, v] of Object.entries(fields)) {
-      if (k !== 'name' && k !== 'message' && k !== 'code') this[k] = v;
-    }
+    // One builtin copy: a for-of over Object.entries here crashed Node 20's
+    // V8 (a deoptimizer fatal error) under 100k mixed calls.
+    if (fields) Object.assign(this, fields);
+    this.name = new.target.errorName;
+    this.code = new.target.code;
   }
 }
 StormguardError.errorName = 'StormguardError';
@@ -70,6 +70,14 @@ class Client {
 
   fetch(input, init) {
     return this.#call('fetch', input, init);
+  }
+
+  /** request() plus a last-good copy; `result.error` as its class. */
+  schema(url, options) {
+    return this.#call('schema', url, options).then((r) => {
+      if (r.error !== undefined) r.error = toError(r.error);
+      return r;
+    });
   }
 
   #call(method, a, b) {

@@ -97,6 +97,14 @@ export interface ClientOptions {
    * are never breaker failures.
    */
   waitForOnline?: boolean;
+  /**
+   * Share breaker transitions and Retry-After cooldowns with the other tabs
+   * of this origin and storage prefix over BroadcastChannel, and let only
+   * one tab send a half-open probe (Web Locks, else a LocalStorage lease).
+   * Clients in one page do not share (they model separate browsers).
+   * Default true where BroadcastChannel exists.
+   */
+  crossTab?: boolean;
   storage?: false | StorageOptions;
 }
 
@@ -126,6 +134,49 @@ export interface RequestOptions extends CallOptions {
   responseType?: ResponseType;
 }
 
+/**
+ * `schema()`'s options: `request()`'s plus the last-good copy's.
+ *
+ * A good response is stored in LocalStorage under `storage.prefix + cacheKey`
+ * as `{ v: version, t: savedAtEpochMs, data }` when that JSON takes at most
+ * `storage.maxEntryBytes` bytes in UTF-8. In Node, in a worker, where storage
+ * access throws, or with `storage: false`, the copy is kept in memory for the
+ * client's life (at most 32 copies).
+ *
+ * A response fetched with an `Authorization` header (the client's or the
+ * call's) is neither stored nor served from the cache unless `cacheKey` is
+ * given explicitly: keyed by URL alone, one user's document could be shown
+ * to the next user of the browser.
+ */
+export interface SchemaOptions<T> extends RequestOptions {
+  /** Default: the absolute URL (query included). */
+  cacheKey?: string;
+  /** A cached copy saved with another version (or without one) is ignored. */
+  version?: string | number;
+  /** The oldest cached copy that may be served; default no limit. */
+  maxAgeMs?: number;
+  /** Served when there is neither a network copy nor a cached one. */
+  fallback?: T;
+  /**
+   * A response for which it returns false (or throws) is not cached and the
+   * result's `error` is a ParseError; it is not a breaker failure.
+   */
+  validate?: (value: unknown) => boolean;
+  /** Default 'json'; a stored copy must be JSON or text. */
+  responseType?: 'json' | 'text';
+}
+
+export interface SchemaResult<T> {
+  data: T | undefined;
+  source: 'network' | 'cache' | 'fallback' | 'none';
+  /** True unless source is 'network'. */
+  stale: boolean;
+  /** Age of the cached copy served (source 'cache'). */
+  ageMs?: number;
+  /** Why the network copy was not used (absent when source is 'network'). */
+  error?: StormguardError;
+}
+
 export interface Stats {
   requests: number;
   attempts: number;
@@ -136,6 +187,7 @@ export interface Stats {
   budgetDenied: number;
   queueRejected: number;
   deduped: number;
+  /** schema() results whose source is 'cache' or 'fallback'. */
   fallbacks: number;
   inFlight: number;
   queued: number;
@@ -168,11 +220,24 @@ export interface StormguardEvent {
   key?: string;
   from?: string;
   to?: string;
+  /**
+   * 'storage': what failed ('access', 'read', 'corrupt', 'write', 'serialize',
+   * 'tooLarge'); `errorName` is then what the host threw, if it threw
+   * ('SecurityError', 'QuotaExceededError', 'SyntaxError').
+   */
+  reason?: string;
 }
 
 export interface Client {
   request<T = unknown>(url: string | URL, options?: RequestOptions): Promise<T>;
   fetch(input: string | URL | Request, init?: RequestInit & CallOptions): Promise<Response>;
+  /**
+   * request() plus a last-good copy. Never rejects for network, HTTP,
+   * breaker, budget, queue or storage faults (it resolves with the cache,
+   * the fallback or nothing, and `error`); rejects with AbortError when the
+   * call is aborted, and with OptionsError for invalid options.
+   */
+  schema<T = unknown>(url: string | URL, options?: SchemaOptions<T>): Promise<SchemaResult<T>>;
   stats(): Stats;
   breakers(): BreakerSnapshot[];
   /** Returns the unsubscribe function. */

@@ -380,6 +380,70 @@ impl Breakers {
         out
     }
 
+    /// Another client (a tab of the same origin) opened this key until
+    /// `now_ms + open_for_ms`: open here too, unless already open for longer.
+    /// Recorded as a transition like any other.
+    pub fn force_open(&mut self, key: &str, now_ms: f64, open_for_ms: f64, period_ms: f64) {
+        if self.cfg.adaptive_k.is_some() || open_for_ms.is_nan() || open_for_ms <= 0.0 {
+            return;
+        }
+        if !self.circuits.contains_key(key) {
+            if !self.make_room() {
+                return;
+            }
+            self.circuits
+                .insert(key.to_owned(), Circuit::new(&self.cfg));
+        }
+        let Some(c) = self.circuits.get_mut(key) else {
+            return;
+        };
+        self.log.push(key, c.refresh(now_ms));
+        // Never longer than this client's own longest period.
+        let open_for_ms = open_for_ms.min(self.cfg.max_open_ms);
+        let until = now_ms + open_for_ms;
+        if c.state == State::Open && c.open_until >= until {
+            return;
+        }
+        // The peer's period (it doubles on failed probes), kept sane.
+        let period = if period_ms.is_finite() {
+            period_ms
+                .max(open_for_ms)
+                .min(self.cfg.max_open_ms.max(open_for_ms))
+        } else {
+            open_for_ms
+        };
+        let change = c.open(now_ms, period);
+        c.open_until = until;
+        if change.0 != State::Open {
+            self.log.push(key, Some(change));
+        }
+    }
+
+    /// `(time left open, open period)` while `key` is open.
+    pub fn open_info(&self, key: &str, now_ms: f64) -> Option<(f64, f64)> {
+        self.circuits
+            .get(key)
+            .filter(|c| c.state == State::Open)
+            .map(|c| (c.retry_in(now_ms), c.period_ms))
+    }
+
+    /// Another client's probe closed this key: close here too (window
+    /// cleared, period back to `openMs`), if it is open or half-open.
+    pub fn force_close(&mut self, key: &str, now_ms: f64) {
+        let Some(c) = self.circuits.get_mut(key) else {
+            return;
+        };
+        self.log.push(key, c.refresh(now_ms));
+        if c.state != State::Closed {
+            let from = c.state;
+            c.window.clear();
+            c.consecutive = 0;
+            c.period_ms = self.cfg.open_ms;
+            c.state = State::Closed;
+            self.log.push(key, Some((from, State::Closed)));
+        }
+    }
+
     /// Transitions since the last drain, oldest first.
     pub fn drain_transitions(&mut self) -> Vec<Transition> {
         self.log.pending.drain(..).collect()
@@ -873,5 +937,34 @@ mod tests {
         }
         assert_eq!(b.acquire(K, 20.0, 0.1), Err(0.0));
         assert_eq!(b.acquire(K, 70_000.0, 0.0), Ok(Permit::Normal));
+    }
+
+    #[test]
+    fn forced_open_and_close_follow_another_tab() {
+        let mut b = Breakers::new(cfg());
+        b.force_open(K, 1000.0, 4000.0, 5000.0);
+        assert_eq!(b.acquire(K, 2000.0, 0.5), Err(3000.0));
+        assert_eq!(changes(&mut b), [(State::Closed, State::Open)]);
+        // A shorter peer period does not shorten ours.
+        b.force_open(K, 2000.0, 100.0, 5000.0);
+        assert_eq!(b.acquire(K, 2500.0, 0.5), Err(2500.0));
+        assert!(changes(&mut b).is_empty());
+        // Half-open with time, then the peer's probe closes it.
+        assert_eq!(b.acquire(K, 5000.0, 0.5), Ok(Permit::Probe));
+        b.force_close(K, 5001.0);
+        assert_eq!(b.state(K, 5001.0), State::Closed);
+        assert_eq!(
+            changes(&mut b),
+            [
+                (State::Open, State::HalfOpen),
+                (State::HalfOpen, State::Closed)
+            ]
+        );
+        // Our own probe's late result decides nothing now.
+        b.record(K, Permit::Probe, Sample::Failure, 5002.0);
+        assert_eq!(b.state(K, 5002.0), State::Closed);
+        // Closing a closed or unknown key is a no-op.
+        b.force_close("other", 0.0);
+        assert!(changes(&mut b).is_empty());
     }
 }

@@ -141,6 +141,7 @@ pub struct RawClientOptions {
     pub concurrency: Toggle<RawConcurrency>,
     pub dedupe: Option<bool>,
     pub wait_for_online: Option<bool>,
+    pub cross_tab: Option<bool>,
     pub storage: Toggle<RawStorage>,
 }
 
@@ -423,6 +424,9 @@ pub struct ClientConfig {
     /// While the host reports no network, wait for it within the deadline
     /// (true) or fail at once (false); either way no attempt is spent.
     pub wait_for_online: bool,
+    /// Share breaker transitions and Retry-After cooldowns with the other
+    /// tabs of the origin (where the host has BroadcastChannel).
+    pub cross_tab: bool,
     pub storage: Option<StorageConfig>,
 }
 
@@ -437,6 +441,7 @@ impl Default for ClientConfig {
             concurrency: Some(LimiterConfig::default()),
             dedupe: true,
             wait_for_online: true,
+            cross_tab: true,
             storage: Some(StorageConfig::default()),
         }
     }
@@ -474,6 +479,7 @@ impl ClientConfig {
             concurrency: toggle(&raw.concurrency, LimiterConfig::from_raw)?,
             dedupe: raw.dedupe.unwrap_or(d.dedupe),
             wait_for_online: raw.wait_for_online.unwrap_or(d.wait_for_online),
+            cross_tab: raw.cross_tab.unwrap_or(d.cross_tab),
             storage: toggle(&raw.storage, StorageConfig::from_raw)?,
         })
     }

@@ -12,13 +12,18 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 
 use super::cancel::Cancel;
 use super::convert::Obj;
+use super::crosstab::CrossTab;
 use super::engine::{Call, Engine, Listener};
 use super::errors::CallError;
 use super::fetch::{Mode, ResponseType};
 use super::host::{assign, entries, instance_of, location_href, now_ms, prototype_of, uuid_v4};
 use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
+use super::schema;
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
 use crate::text::{cat, decimal};
+
+/// The storage prefix's default, which also names the cross-tab channel.
+const DEFAULT_PREFIX: &str = "stormguard:";
 
 const EVENTS: [&str; 7] = [
     "attempt", "retry", "timeout", "giveUp", "breaker", "fallback", "storage",
@@ -67,6 +72,22 @@ impl Client {
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
         match self.prepare_fetch(&input, &init) {
             Ok((call, signal)) => self.spawn(call, signal),
+            Err(e) => Promise::reject(&e.to_js()),
+        }
+    }
+
+    /// `client.schema(url, options)`: request() plus a last-good copy.
+    pub fn schema(&self, url: JsValue, options: JsValue) -> Promise {
+        let prepared = self
+            .prepare_request(&url, &options)
+            .and_then(|(call, signal)| {
+                let o = schema::read(&options, &call)?;
+                Ok((call, signal, o))
+            });
+        match prepared {
+            Ok((call, signal, o)) => {
+                future_to_promise(schema::run(self.engine.clone(), call, signal, o))
+            }
             Err(e) => Promise::reject(&e.to_js()),
         }
     }
@@ -154,8 +175,20 @@ impl Client {
         let headers = r.string_record("headers").map_err(CallError::options)?;
         check_headers(&headers, "headers")?;
         let tag = uuid_v4().chars().take(8).collect();
+        let prefix = cfg
+            .storage
+            .as_ref()
+            .map_or(DEFAULT_PREFIX, |s| s.prefix.as_str())
+            .to_owned();
+        let cross_tab = cfg.cross_tab;
+        let engine = Rc::new(Engine::new(cfg));
+        if cross_tab {
+            if let Some(x) = CrossTab::new(&prefix, Rc::downgrade(&engine)) {
+                let _ = engine.crosstab.set(x);
+            }
+        }
         Ok(Client {
-            engine: Rc::new(Engine::new(cfg)),
+            engine,
             base_url,
             headers,
             tag,

@@ -5,7 +5,7 @@
 //! mutable state sits in one `RefCell` that is never held across an
 //! `await` or while a JS listener runs.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -15,6 +15,7 @@ use web_sys::{AbortSignal, Request};
 
 use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
 use super::convert::Obj;
+use super::crosstab::{CrossTab, Peer};
 use super::dedupe::Flight;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Mode};
@@ -63,6 +64,8 @@ pub struct State {
     pub listeners: Vec<Listener>,
     /// Shared network calls in flight, by dedupe key.
     pub flights: HashMap<String, Rc<Flight>>,
+    /// Retry-After cooldowns by breaker key: no attempt before this time.
+    pub cooldowns: HashMap<String, f64>,
     pub next_id: u64,
     pub closed: bool,
 }
@@ -70,7 +73,12 @@ pub struct State {
 pub struct Engine {
     pub cfg: ClientConfig,
     pub st: RefCell<State>,
+    /// Set once after construction when `crossTab` is on and the host can.
+    pub crosstab: OnceCell<CrossTab>,
 }
+
+/// Cooldowns kept at most; expired ones are dropped first.
+const MAX_COOLDOWNS: usize = 256;
 
 impl Engine {
     pub fn new(cfg: ClientConfig) -> Engine {
@@ -87,12 +95,14 @@ impl Engine {
             calls: HashMap::new(),
             listeners: Vec::new(),
             flights: HashMap::new(),
+            cooldowns: HashMap::new(),
             next_id: 0,
             closed: false,
         };
         Engine {
             cfg,
             st: RefCell::new(st),
+            crosstab: OnceCell::new(),
         }
     }
 
@@ -134,18 +144,37 @@ impl Engine {
         });
     }
 
-    /// Emits the breaker transitions the policy core recorded.
-    fn flush_transitions(&self, request_id: &str) {
-        let transitions = match self.st.borrow_mut().breakers.as_mut() {
-            Some(b) => b.drain_transitions(),
+    /// Emits the breaker transitions the policy core recorded and, for this
+    /// tab's own (`share`), tells the other tabs.
+    fn flush_transitions(&self, request_id: &str, share: bool) {
+        let (transitions, now) = match self.st.borrow_mut().breakers.as_mut() {
+            Some(b) => (b.drain_transitions(), now_ms()),
             None => return,
         };
         for t in transitions {
             if t.to == BreakerState::Open {
                 self.st.borrow_mut().stats.breaker_opens += 1;
             }
-            // Open -> half-open happens with time, not because of this call.
-            let id = if t.to == BreakerState::HalfOpen {
+            if let Some(x) = self.crosstab.get().filter(|_| share) {
+                let info = self
+                    .st
+                    .borrow()
+                    .breakers
+                    .as_ref()
+                    .and_then(|b| b.open_info(&t.key, now));
+                match (t.to, info) {
+                    (BreakerState::Open, Some((left, period))) => x.send(&Peer::Open {
+                        key: t.key.clone(),
+                        until: epoch_ms() + left,
+                        period,
+                    }),
+                    (BreakerState::Closed, _) => x.send(&Peer::Closed { key: t.key.clone() }),
+                    _ => {}
+                }
+            }
+            // Open -> half-open happens with time, and a peer's news is no
+            // call's doing either.
+            let id = if t.to == BreakerState::HalfOpen || !share {
                 ""
             } else {
                 request_id
@@ -158,12 +187,69 @@ impl Engine {
         }
     }
 
+    /// News from another tab: follow its breaker, respect its cooldown.
+    pub fn apply_peer(&self, msg: Peer) {
+        let (now, epoch) = (now_ms(), epoch_ms());
+        {
+            let mut st = self.st.borrow_mut();
+            match msg {
+                Peer::Open { key, until, period } => {
+                    if let Some(b) = st.breakers.as_mut() {
+                        b.force_open(&key, now, until - epoch, period);
+                    }
+                }
+                Peer::Closed { key } => {
+                    if let Some(b) = st.breakers.as_mut() {
+                        b.force_close(&key, now);
+                    }
+                }
+                Peer::Cooldown { key, until } => {
+                    set_cooldown(&mut st.cooldowns, key, now + (until - epoch));
+                }
+            }
+        }
+        self.flush_transitions("", false);
+    }
+
+    /// Retry-After for `key`: this client's other calls and the other tabs
+    /// make no attempt to it before `wait_ms` has passed.
+    fn cooldown(&self, key: &str, wait_ms: f64) {
+        let until = now_ms() + wait_ms;
+        set_cooldown(&mut self.st.borrow_mut().cooldowns, key.to_owned(), until);
+        if let Some(x) = self.crosstab.get() {
+            x.send(&Peer::Cooldown {
+                key: key.to_owned(),
+                until: epoch_ms() + wait_ms,
+            });
+        }
+    }
+
+    /// Waits out a cooldown of the call's key, or fails at once with
+    /// CircuitOpenError when it outlasts the deadline.
+    async fn respect_cooldown(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
+        let now = now_ms();
+        let wait = match self.st.borrow().cooldowns.get(&call.breaker_key) {
+            Some(until) if *until > now => until - now,
+            _ => return Ok(()),
+        };
+        if wait >= deadline.remaining(now) {
+            return Err(CallError::new(ErrorKind::CircuitOpen {
+                key: call.breaker_key.clone(),
+                retry_in_ms: wait,
+            }));
+        }
+        if call.cancel.sleep(wait).await == Wake::Cancelled {
+            return Err(abort_error(&call.cancel));
+        }
+        Ok(())
+    }
+
     fn breaker_acquire(&self, call: &Call) -> Result<Option<Permit>, f64> {
         let res = match self.st.borrow_mut().breakers.as_mut() {
             Some(b) => b.acquire(&call.breaker_key, now_ms(), rand01()).map(Some),
             None => return Ok(None),
         };
-        self.flush_transitions(&call.request_id);
+        self.flush_transitions(&call.request_id, true);
         res
     }
 
@@ -172,7 +258,7 @@ impl Engine {
         if let Some(b) = self.st.borrow_mut().breakers.as_mut() {
             b.record(&call.breaker_key, permit, s, now_ms());
         }
-        self.flush_transitions(&call.request_id);
+        self.flush_transitions(&call.request_id, true);
     }
 
     /// Takes a concurrency slot, waiting FIFO if need be. The wait ends at
@@ -309,12 +395,25 @@ impl Engine {
             if is_offline() {
                 self.wait_online(call, deadline).await?;
             }
-            let permit = self.breaker_acquire(call).map_err(|retry_in_ms| {
+            self.respect_cooldown(call, deadline).await?;
+            let circuit_open = |retry_in_ms| {
                 CallError::new(ErrorKind::CircuitOpen {
                     key: call.breaker_key.clone(),
                     retry_in_ms,
                 })
-            })?;
+            };
+            let permit = self.breaker_acquire(call).map_err(circuit_open)?;
+            // One half-open probe across all tabs: the others stay open.
+            let _probe_lock = match (permit, self.crosstab.get()) {
+                (Some(Permit::Probe), Some(x)) => match x.probe_lock(&call.breaker_key).await {
+                    Some(lock) => Some(lock),
+                    None => {
+                        self.breaker_record(call, permit, Sample::Ignored);
+                        return Err(circuit_open(0.0));
+                    }
+                },
+                _ => None,
+            };
             if let Err(e) = self.acquire_slot(call, deadline).await {
                 self.breaker_record(call, permit, Sample::Ignored);
                 return Err(e);
@@ -388,6 +487,9 @@ impl Engine {
                     } else {
                         None
                     };
+                    if let Some(wait) = ra {
+                        self.cooldown(&call.breaker_key, wait);
+                    }
                     (Outcome::Status(status), e, Some(response), ra)
                 }
             };
@@ -519,6 +621,9 @@ impl Engine {
 
     /// `close()`: cancels every call in progress; later calls are refused.
     pub fn close(&self) {
+        if let Some(x) = self.crosstab.get() {
+            x.close();
+        }
         let calls: Vec<Cancel> = {
             let mut st = self.st.borrow_mut();
             st.closed = true;
@@ -527,6 +632,20 @@ impl Engine {
         for c in calls {
             c.cancel(CancelReason::Closed);
         }
+    }
+}
+
+fn set_cooldown(cooldowns: &mut HashMap<String, f64>, key: String, until: f64) {
+    if !until.is_finite() {
+        return;
+    }
+    if cooldowns.len() >= MAX_COOLDOWNS {
+        let now = now_ms();
+        cooldowns.retain(|_, u| *u > now);
+    }
+    if cooldowns.len() < MAX_COOLDOWNS || cooldowns.contains_key(&key) {
+        let entry = cooldowns.entry(key).or_insert(until);
+        *entry = entry.max(until);
     }
 }
 

@@ -6,6 +6,11 @@ use wasm_bindgen::JsCast;
 
 #[wasm_bindgen]
 extern "C" {
+    /// The host's `navigator`, for its `onLine` flag.
+    type Navigator;
+    #[wasm_bindgen(method, getter, js_name = onLine)]
+    fn on_line(this: &Navigator) -> JsValue;
+
     /// The global `fetch`, as a page, a worker and Node 20 all have it.
     #[wasm_bindgen(js_name = fetch)]
     pub fn global_fetch(request: &web_sys::Request) -> js_sys::Promise;
@@ -96,13 +101,14 @@ pub fn instance_of<T: wasm_bindgen::JsCast>(v: &JsValue) -> bool {
 }
 
 /// `navigator.onLine === false`: the host knows it has no network. A host
-/// without the flag (Node) counts as online.
+/// without the flag (Node) counts as online. The navigator is looked up
+/// once: a `Reflect.get` on the global object per attempt crashed Node 20's
+/// V8 (a deoptimizer fatal error) in the 100k-call test.
 pub fn is_offline() -> bool {
-    js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("navigator"))
-        .ok()
-        .filter(JsValue::is_object)
-        .and_then(|n| js_sys::Reflect::get(&n, &JsValue::from_str("onLine")).ok())
-        .is_some_and(|v| v.as_bool() == Some(false))
+    NAVIGATOR.with(|n| {
+        n.as_ref()
+            .is_some_and(|n| n.on_line().as_bool() == Some(false))
+    })
 }
 
 /// The global object as an event target (window or worker scope), where it is one.
@@ -112,4 +118,11 @@ pub fn global_target() -> Option<web_sys::EventTarget> {
         .ok()
         .filter(JsValue::is_function)
         .map(|_| g.unchecked_into())
+}
+
+thread_local! {
+    static NAVIGATOR: Option<Navigator> = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("navigator"))
+        .ok()
+        .filter(JsValue::is_object)
+        .map(JsCast::unchecked_into);
 }

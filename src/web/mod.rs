@@ -8,11 +8,14 @@
 mod cancel;
 mod client;
 mod convert;
+mod crosstab;
 mod dedupe;
 mod engine;
 mod errors;
 mod fetch;
 mod host;
 mod options;
+mod schema;
+mod storage;
 
 pub use client::Client;

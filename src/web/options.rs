@@ -216,6 +216,7 @@ pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
         })?,
         dedupe: r.bool("dedupe")?,
         wait_for_online: r.bool("waitForOnline")?,
+        cross_tab: r.bool("crossTab")?,
         storage: r.toggle("storage", |r| {
             Ok(RawStorage {
                 prefix: r.string("prefix")?,

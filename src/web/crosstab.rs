@@ -1,0 +1,262 @@
+//! Cross-tab coordination: the tabs of one origin (and storage prefix) act
+//! as one client towards a failing backend.
+//!
+//! Without it, ten open tabs are ten clients: each must see its own
+//! failures before its breaker opens, each sends its own half-open probe,
+//! each ignores the Retry-After another tab was given. Here a tab that
+//! opens a breaker, closes it after a good probe, or is told to back off
+//! by Retry-After says so on a `BroadcastChannel`, and the others follow.
+//! Only one tab probes a half-open key: the probe holds a Web Lock
+//! (`navigator.locks`, `ifAvailable`), or where there is none a short lease
+//! in LocalStorage.
+//!
+//! Clients in the same realm (one page running many clients, as the demo
+//! and the benchmarks do) ignore each other's messages: they model separate
+//! browsers, and a tab talks to other tabs, not to itself.
+
+use std::cell::Cell;
+use std::rc::Weak;
+
+use js_sys::{Function, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+use super::convert::{get, Obj};
+use super::engine::Engine;
+use super::host::{epoch_ms, uuid_v4};
+use crate::text::cat;
+
+thread_local! {
+    /// This realm's id: messages carrying it are our own clients' and ignored.
+    static REALM: String = uuid_v4();
+}
+
+fn realm() -> String {
+    REALM.with(Clone::clone)
+}
+
+/// A message between tabs, in wall-clock time (tabs share no monotonic clock).
+pub enum Peer {
+    /// `key` opened until `until` (epoch ms) with open period `period`.
+    Open {
+        key: String,
+        until: f64,
+        period: f64,
+    },
+    /// A good probe closed `key`.
+    Closed { key: String },
+    /// Retry-After: no attempt to `key` before `until` (epoch ms).
+    Cooldown { key: String, until: f64 },
+}
+
+pub struct CrossTab {
+    channel: JsValue,
+    post: Function,
+    _on_message: Closure<dyn FnMut(JsValue)>,
+    lease_prefix: String,
+}
+
+impl CrossTab {
+    /// Joins the channel of `prefix`; None where the host has no BroadcastChannel.
+    pub fn new(prefix: &str, engine: Weak<Engine>) -> Option<CrossTab> {
+        let ctor: Function = get(&js_sys::global(), "BroadcastChannel")
+            .ok()
+            .filter(JsValue::is_function)?
+            .unchecked_into();
+        let name = cat(&["stormguard-tabs:", prefix]);
+        let channel =
+            Reflect::construct(&ctor, &js_sys::Array::of1(&JsValue::from_str(&name))).ok()?;
+        let post: Function = get(&channel, "postMessage").ok()?.dyn_into().ok()?;
+        let own = realm();
+        let on_message = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
+            let Ok(data) = get(&event, "data") else {
+                return;
+            };
+            if get(&data, "r").ok().and_then(|r| r.as_string()).as_deref() == Some(own.as_str()) {
+                return;
+            }
+            if let (Some(engine), Some(msg)) = (engine.upgrade(), decode(&data)) {
+                engine.apply_peer(msg);
+            }
+        });
+        let _ = Reflect::set(
+            &channel,
+            &JsValue::from_str("onmessage"),
+            on_message.as_ref(),
+        );
+        // Node: a channel must not keep the process alive.
+        if let Ok(unref) = get(&channel, "unref").and_then(|f| f.dyn_into::<Function>()) {
+            let _ = unref.call0(&channel);
+        }
+        Some(CrossTab {
+            channel,
+            post,
+            _on_message: on_message,
+            lease_prefix: cat(&[prefix, "probe:"]),
+        })
+    }
+
+    pub fn send(&self, msg: &Peer) {
+        let o = Obj::new();
+        o.set("r", realm());
+        match msg {
+            Peer::Open { key, until, period } => {
+                o.set("t", "open")
+                    .set("key", key.as_str())
+                    .set("until", *until)
+                    .set("period", *period);
+            }
+            Peer::Closed { key } => {
+                o.set("t", "closed").set("key", key.as_str());
+            }
+            Peer::Cooldown { key, until } => {
+                o.set("t", "cooldown")
+                    .set("key", key.as_str())
+                    .set("until", *until);
+            }
+        }
+        let _ = self.post.call1(&self.channel, &o.into_js());
+    }
+
+    pub fn close(&self) {
+        if let Ok(close) = get(&self.channel, "close").and_then(|f| f.dyn_into::<Function>()) {
+            let _ = close.call0(&self.channel);
+        }
+    }
+
+    /// The right to send the one half-open probe for `key` across tabs;
+    /// None when another tab holds it. Released when dropped.
+    pub async fn probe_lock(&self, key: &str) -> Option<ProbeLock> {
+        let locks = get(&js_sys::global(), "navigator")
+            .and_then(|n| get(&n, "locks"))
+            .ok()
+            .filter(JsValue::is_object);
+        match locks {
+            Some(locks) => web_lock(&locks, &cat(&[&self.lease_prefix, key])).await,
+            None => lease(&cat(&[&self.lease_prefix, key])),
+        }
+    }
+}
+
+impl Drop for CrossTab {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn decode(data: &JsValue) -> Option<Peer> {
+    let text = |k: &str| get(data, k).ok().and_then(|v| v.as_string());
+    let num = |k: &str| {
+        get(data, k)
+            .ok()
+            .and_then(|v| v.as_f64())
+            .filter(|v| v.is_finite())
+    };
+    let key = text("key")?;
+    match text("t")?.as_str() {
+        "open" => Some(Peer::Open {
+            key,
+            until: num("until")?,
+            period: num("period")?,
+        }),
+        "closed" => Some(Peer::Closed { key }),
+        "cooldown" => Some(Peer::Cooldown {
+            key,
+            until: num("until")?,
+        }),
+        _ => None,
+    }
+}
+
+/// Holds a cross-tab probe right until dropped.
+pub struct ProbeLock {
+    /// Resolves the promise the Web Lock callback returned: releases it.
+    release: Option<Function>,
+    /// The LocalStorage lease to remove.
+    lease: Option<(JsValue, String)>,
+}
+
+impl Drop for ProbeLock {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            let _ = release.call0(&JsValue::NULL);
+        }
+        if let Some((storage, name)) = self.lease.take() {
+            if let Ok(remove) = get(&storage, "removeItem").and_then(|f| f.dyn_into::<Function>()) {
+                let _ = remove.call1(&storage, &JsValue::from_str(&name));
+            }
+        }
+    }
+}
+
+/// `navigator.locks.request(name, { ifAvailable: true }, cb)`: granted when
+/// `cb` gets a lock; it is held until the promise `cb` returned resolves.
+async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
+    let request: Function = get(locks, "request").ok()?.dyn_into().ok()?;
+    let release = Cell::new(None::<Function>);
+    let hold = Promise::new(&mut |resolve, _| release.set(Some(resolve)));
+    let granted_tx = Cell::new(None::<Function>);
+    let granted = Promise::new(&mut |resolve, _| granted_tx.set(Some(resolve)));
+    let granted_tx = granted_tx.take()?;
+    let callback = Closure::once(move |lock: JsValue| -> JsValue {
+        let _ = granted_tx.call1(&JsValue::NULL, &JsValue::from_bool(!lock.is_null()));
+        if lock.is_null() {
+            JsValue::UNDEFINED
+        } else {
+            hold.into()
+        }
+    });
+    let options = Obj::new();
+    options.set("ifAvailable", true);
+    let args = js_sys::Array::of3(
+        &JsValue::from_str(name),
+        &options.into_js(),
+        callback.as_ref(),
+    );
+    // Its own promise settles with the callback's: when released.
+    Reflect::apply(&request, locks, &args).ok()?;
+    let ok = JsFuture::from(granted).await.ok()?.as_bool() == Some(true);
+    ok.then(|| ProbeLock {
+        release: release.take(),
+        lease: None,
+    })
+}
+
+/// Fallback without Web Locks: a 30 s lease in LocalStorage. Not atomic
+/// across tabs, but it keeps the probe to one tab in all but a race.
+fn lease(name: &str) -> Option<ProbeLock> {
+    let storage = get(&js_sys::global(), "localStorage")
+        .ok()
+        .filter(JsValue::is_object);
+    let Some(storage) = storage else {
+        // Nothing to coordinate with: probe.
+        return Some(ProbeLock {
+            release: None,
+            lease: None,
+        });
+    };
+    let call = |method: &str, args: &[&JsValue]| -> Option<JsValue> {
+        let f: Function = get(&storage, method).ok()?.dyn_into().ok()?;
+        Reflect::apply(
+            &f,
+            &storage,
+            &args.iter().copied().collect::<js_sys::Array>(),
+        )
+        .ok()
+    };
+    let now = epoch_ms();
+    let held = call("getItem", &[&JsValue::from_str(name)])
+        .and_then(|v| v.as_string())
+        .map(|v| js_sys::Number::parse_float(&v))
+        .is_some_and(|until| until > now);
+    if held {
+        return None;
+    }
+    let until = JsValue::from_f64(now + 30_000.0);
+    call("setItem", &[&JsValue::from_str(name), &until])?;
+    Some(ProbeLock {
+        release: None,
+        lease: Some((storage.clone(), name.to_owned())),
+    })
+}

@@ -1,0 +1,213 @@
+//! `client.schema()`: `request()` plus a last-good copy.
+//!
+//! Some documents a UI cannot render without (a layout, feature flags, a
+//! form definition). For those an old copy beats an error page, so
+//! `schema()` resolves for every fault but the caller's abort (network,
+//! HTTP, breaker, budget, queue, storage) and says where the data came
+//! from: the network, the last good copy ([`super::storage`]), the caller's
+//! `fallback`, or nothing, with the error that kept the network copy away.
+//!
+//! An open breaker needs no special case: the engine refuses the call at
+//! once with `CircuitOpenError`, before any request is sent, and the cache
+//! answers. A body that `validate` rejects is not stored and becomes a
+//! `ParseError` (counted in `stats().failures`, like a body that does not
+//! parse); the engine has already recorded the attempt as a breaker success,
+//! since the server did answer. A call that sends `Authorization` uses no
+//! cache unless the caller names `cacheKey`: under the URL alone, one user's
+//! document would be served to the next user of the browser.
+
+use std::rc::Rc;
+
+use js_sys::Function;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::AbortSignal;
+
+use super::convert::{get, Obj};
+use super::engine::{Call, Engine};
+use super::errors::{CallError, ErrorKind};
+use super::host::now_ms;
+use super::options::Reader;
+use super::storage::{Fault, Store};
+use crate::policy::options::{OptionsError, MAX_DURATION_MS};
+
+/// `schema()`'s own options, read after the `request()` ones.
+pub struct SchemaOptions {
+    /// The storage key; `None`: no cache for this call.
+    key: Option<String>,
+    /// `undefined` when not given: then only copies saved without one match.
+    version: JsValue,
+    max_age_ms: Option<f64>,
+    /// `undefined` when not given.
+    fallback: JsValue,
+    validate: Option<Function>,
+}
+
+fn invalid(option: &str, reason: &str) -> CallError {
+    CallError::options(OptionsError {
+        option: option.to_owned(),
+        reason: reason.to_owned(),
+    })
+}
+
+pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, CallError> {
+    let r = Reader::new(options, "options").map_err(CallError::options)?;
+    let rt = r.string("responseType").map_err(CallError::options)?;
+    if rt.is_some_and(|t| t != "json" && t != "text") {
+        return Err(invalid("responseType", "must be json or text for schema()"));
+    }
+    let cache_key = r.string("cacheKey").map_err(CallError::options)?;
+    let version = match r.value("version").map_err(CallError::options)? {
+        None => JsValue::UNDEFINED,
+        Some(v) if v.is_string() || v.as_f64().is_some_and(f64::is_finite) => v,
+        Some(_) => return Err(invalid("version", "must be a string or a finite number")),
+    };
+    let max_age_ms = match r.num("maxAgeMs").map_err(CallError::options)? {
+        Some(v) if !((0.0..=MAX_DURATION_MS).contains(&v) && v.fract() == 0.0) => {
+            return Err(invalid("maxAgeMs", "must be an integer in 0..2147483647"));
+        }
+        v => v,
+    };
+    let fallback = r
+        .value("fallback")
+        .map_err(CallError::options)?
+        .unwrap_or(JsValue::UNDEFINED);
+    let validate = match r.value("validate").map_err(CallError::options)? {
+        Some(v) if !v.is_null() => Some(
+            v.dyn_into::<Function>()
+                .map_err(|_| invalid("validate", "must be a function"))?,
+        ),
+        _ => None,
+    };
+    // Client-level and call-level headers are both on the built request.
+    let authorized = call.request.headers().has("authorization").unwrap_or(true);
+    let key = match cache_key {
+        Some(k) => Some(k),
+        None if authorized => None,
+        None => Some(call.url.clone()),
+    };
+    Ok(SchemaOptions {
+        key,
+        version,
+        max_age_ms,
+        fallback,
+        validate,
+    })
+}
+
+/// Runs the call and settles on the network copy, the cache, the fallback or
+/// nothing. Rejects only with an AbortError (or, before that, OptionsError).
+pub async fn run(
+    engine: Rc<Engine>,
+    call: Call,
+    signal: Option<AbortSignal>,
+    o: SchemaOptions,
+) -> Result<JsValue, JsValue> {
+    let (request_id, method, url) = (
+        call.request_id.clone(),
+        call.method.clone(),
+        call.url.clone(),
+    );
+    let started = now_ms();
+    let store = Store::of(&engine);
+    let mut faults = Vec::new();
+    let error = match engine.clone().call(call, signal).await {
+        Ok(value) => match validate(o.validate.as_ref(), &value) {
+            Ok(()) => {
+                if let Some(key) = &o.key {
+                    store.save(key, &o.version, &value, &mut faults);
+                }
+                report(&engine, &request_id, faults);
+                return Ok(result(value, "network", None, None));
+            }
+            Err(cause) => {
+                engine.st.borrow_mut().stats.failures += 1;
+                let mut e = CallError::new(ErrorKind::Parse { cause });
+                e.request_id.clone_from(&request_id);
+                e.elapsed_ms = now_ms() - started;
+                let d = e.to_js();
+                let _ = js_sys::Reflect::set(
+                    &d,
+                    &JsValue::from_str("message"),
+                    &JsValue::from_str("response rejected by validate()"),
+                );
+                d
+            }
+        },
+        Err(e) if error_name(&e).as_deref() == Some("AbortError") => return Err(e),
+        Err(e) => e,
+    };
+    let cached = o
+        .key
+        .as_ref()
+        .and_then(|k| store.load(k, &o.version, o.max_age_ms, &mut faults));
+    report(&engine, &request_id, faults);
+    let (data, source, age_ms) = match cached {
+        Some(c) => (c.data, "cache", Some(c.age_ms)),
+        None if !o.fallback.is_undefined() => (o.fallback, "fallback", None),
+        None => (JsValue::UNDEFINED, "none", None),
+    };
+    if source != "none" {
+        engine.st.borrow_mut().stats.fallbacks += 1;
+        let name = error_name(&error).unwrap_or_default();
+        let fields = [
+            ("method", method.as_str()),
+            ("url", &url),
+            ("errorName", &name),
+        ];
+        emit(&engine, "fallback", &request_id, &fields);
+    }
+    Ok(result(data, source, age_ms, Some(error)))
+}
+
+/// `Err(cause)` when `validate` returns something falsy or throws.
+fn validate(f: Option<&Function>, value: &JsValue) -> Result<(), JsValue> {
+    match f.map(|f| f.call1(&JsValue::UNDEFINED, value)) {
+        None => Ok(()),
+        Some(Ok(v)) if v.is_truthy() => Ok(()),
+        Some(Ok(_)) => Err(JsValue::UNDEFINED),
+        Some(Err(thrown)) => Err(thrown),
+    }
+}
+
+fn error_name(descriptor: &JsValue) -> Option<String> {
+    get(descriptor, "name").ok()?.as_string()
+}
+
+/// One 'storage' event per fault; never the key, the data or a header.
+fn report(engine: &Engine, request_id: &str, faults: Vec<Fault>) {
+    for f in faults {
+        match &f.error_name {
+            Some(n) => emit(
+                engine,
+                "storage",
+                request_id,
+                &[("reason", f.reason), ("errorName", n)],
+            ),
+            None => emit(engine, "storage", request_id, &[("reason", f.reason)]),
+        }
+    }
+}
+
+/// Both events through one instance of the generic `Engine::emit`.
+fn emit(engine: &Engine, event: &str, request_id: &str, fields: &[(&str, &str)]) {
+    engine.emit(event, request_id, |ev| {
+        for (k, v) in fields {
+            ev.set(k, *v);
+        }
+    });
+}
+
+fn result(data: JsValue, source: &str, age_ms: Option<f64>, error: Option<JsValue>) -> JsValue {
+    let r = Obj::new();
+    r.set("data", data)
+        .set("source", source)
+        .set("stale", source != "network");
+    if let Some(a) = age_ms {
+        r.set("ageMs", a);
+    }
+    if let Some(e) = error {
+        r.set("error", e);
+    }
+    r.into_js()
+}

@@ -1,0 +1,80 @@
+// Cross-tab coordination: two pages of one origin in one browser context,
+// each with its own client. A breaker opened in one tab rejects at once in
+// the other, with no network; one half-open probe across both; a
+// Retry-After received by one tab holds the other back.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchChromium, startServers, watchErrors } from './browser.mjs';
+
+let servers, browser, a, b, errors;
+before(async () => {
+  servers = await startServers();
+  browser = await launchChromium();
+  const context = await browser.newContext();
+  [a, b] = [await context.newPage(), await context.newPage()];
+  errors = [...watchErrors(a), ...watchErrors(b)];
+  for (const page of [a, b]) {
+    await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+    await page.waitForFunction(() => window.ready === true);
+    await page.evaluate(async () => {
+      window.client = await window.stormguard.createClient({
+        retry: false, breaker: { minSamples: 2, openMs: 1500 },
+      });
+    });
+  }
+});
+after(async () => {
+  await browser?.close();
+  await servers?.close();
+});
+
+const arrivals = async (id) =>
+  (await (await fetch(`${servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight).length;
+const call = (page, path, options = {}) => page.evaluate(async ([url, options]) => {
+  const started = performance.now();
+  try {
+    await window.client.request(url, options);
+    return { ok: true, ms: performance.now() - started };
+  } catch (e) {
+    return { ok: false, name: e.name, retryInMs: e.retryInMs, ms: performance.now() - started };
+  }
+}, [`${servers.fault}${path}`, options]);
+
+test('a breaker opened in one tab rejects in the other without network; one probe across both', async () => {
+  for (let i = 0; i < 2; i++) await call(a, '/status/503?id=xt-a', { breakerKey: 'svc' });
+  assert.equal(await a.evaluate(() => window.client.breakers()[0].state), 'open');
+  await new Promise((r) => setTimeout(r, 100));
+  const rejected = await call(b, '/echo?id=xt-b', { breakerKey: 'svc' });
+  assert.equal(rejected.name, 'CircuitOpenError');
+  assert.ok(rejected.retryInMs > 1000, `retryInMs ${rejected.retryInMs}`);
+  assert.equal(await arrivals('xt-b'), 0, 'the other tab sent nothing');
+
+  await new Promise((r) => setTimeout(r, 1600));
+  const [pa, pb] = await Promise.all([
+    call(a, '/delay?ms=400&id=xt-probe&tab=a', { breakerKey: 'svc' }),
+    call(b, '/delay?ms=400&id=xt-probe&tab=b', { breakerKey: 'svc' }),
+  ]);
+  assert.equal(await arrivals('xt-probe'), 1, 'exactly one probe across both tabs');
+  assert.deepEqual([pa.ok, pb.ok].sort(), [false, true]);
+  assert.equal((pa.ok ? pb : pa).name, 'CircuitOpenError');
+
+  // The good probe closed the breaker in both tabs.
+  await new Promise((r) => setTimeout(r, 100));
+  for (const page of [a, b]) {
+    assert.equal(await page.evaluate(() => window.client.breakers().find((s) => s.key === 'svc').state), 'closed');
+  }
+  assert.equal((await call(b, '/echo?id=xt-after', { breakerKey: 'svc' })).ok, true);
+});
+
+test('a Retry-After cooldown received by one tab holds the other back', async () => {
+  await call(a, '/status/503?retryAfter=2&id=xt-ra', { breakerKey: 'ra' });
+  await new Promise((r) => setTimeout(r, 100));
+  const short = await call(b, '/echo?id=xt-ra-b', { breakerKey: 'ra', deadlineMs: 1000 });
+  assert.equal(short.name, 'CircuitOpenError', 'a cooldown beyond the deadline fails at once');
+  assert.ok(short.ms < 100);
+  assert.equal(await arrivals('xt-ra-b'), 0);
+  const waited = await call(b, '/echo?id=xt-ra-b', { breakerKey: 'ra', deadlineMs: 5000 });
+  assert.equal(waited.ok, true);
+  assert.ok(waited.ms >= 1500, `went after ${waited.ms} ms`);
+  assert.deepEqual(errors, []);
+});

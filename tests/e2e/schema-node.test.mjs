@@ -1,0 +1,86 @@
+// schema() in Node (pkg/node.js, after `node scripts/build.mjs`): no
+// LocalStorage, so the last-good copy lives in memory for the client's life,
+// and the result's error is an instance of the package's classes.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from '../server/server.mjs';
+import {
+  createClient, HttpError, ParseError, AbortError, CircuitOpenError, isStormguardError,
+} from '../../pkg/node.js';
+
+let server;
+before(async () => {
+  server = await startServer();
+});
+after(() => server?.close());
+
+const url = (path, id) => `${server.url}${path}${path.includes('?') ? '&' : '?'}id=${id}`;
+const log = async (id) => (await (await fetch(`${server.url}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
+
+test('Node keeps the last-good copy in memory and serves it when the server fails', async () => {
+  assert.equal(globalThis.localStorage, undefined, 'this Node has no LocalStorage');
+  const client = await createClient({ retry: false });
+  const fallbacks = [];
+  const storage = [];
+  client.on('fallback', (e) => fallbacks.push(e));
+  client.on('storage', (e) => storage.push(e));
+
+  const first = await client.schema(url('/echo', 'sn-mem'), { cacheKey: 'doc', version: 2 });
+  assert.equal(first.source, 'network');
+  assert.equal(first.stale, false);
+  assert.equal(first.error, undefined);
+  assert.equal(first.data.method, 'GET');
+
+  await new Promise((r) => setTimeout(r, 20));
+  const r = await client.schema(url('/status/503', 'sn-mem'), { cacheKey: 'doc', version: 2 });
+  assert.equal(r.source, 'cache');
+  assert.equal(r.stale, true);
+  assert.ok(r.ageMs >= 15, `ageMs ${r.ageMs}`);
+  assert.ok(r.error instanceof HttpError && isStormguardError(r.error), 'error is the class instance');
+  assert.equal(r.error.status, 503);
+  assert.equal(r.data.path, '/echo');
+
+  // A fresh copy on every read; another version is not served.
+  r.data.path = 'changed';
+  assert.equal((await client.schema(url('/status/503', 'sn-mem'), { cacheKey: 'doc', version: 2 })).data.path, '/echo');
+  const other = await client.schema(url('/status/503', 'sn-mem'), { cacheKey: 'doc', version: 3, fallback: 'built in' });
+  assert.equal(other.source, 'fallback');
+  assert.equal(other.data, 'built in');
+
+  assert.equal(client.stats().fallbacks, 3);
+  assert.equal(fallbacks.length, 3);
+  assert.equal(fallbacks[0].errorName, 'HttpError');
+  assert.deepEqual(storage, [], 'no storage at all is not a storage fault');
+
+  // The copy is this client's: another client has none.
+  const stranger = await createClient({ retry: false });
+  const none = await stranger.schema(url('/status/503', 'sn-mem'), { cacheKey: 'doc', version: 2 });
+  assert.equal(none.source, 'none');
+  assert.equal(none.data, undefined);
+  assert.ok(none.error instanceof HttpError);
+  client.close();
+  stranger.close();
+});
+
+test('storage: false, validate, an open breaker and an abort in Node', async () => {
+  const client = await createClient({ retry: false, storage: false, breaker: { consecutiveFailures: 1 } });
+  const ok = await client.schema(url('/echo', 'sn-misc'), { cacheKey: 'doc' });
+  assert.equal(ok.source, 'network');
+
+  const rejected = await client.schema(url('/echo', 'sn-misc'), { cacheKey: 'doc', validate: () => false });
+  assert.equal(rejected.source, 'cache');
+  assert.ok(rejected.error instanceof ParseError);
+  assert.equal(client.breakers()[0].state, 'closed', 'validate is not a breaker failure');
+
+  await client.schema(url('/status/503', 'sn-misc'), { cacheKey: 'doc' });
+  const open = await client.schema(url('/status/503', 'sn-quiet'), { cacheKey: 'doc' });
+  assert.equal(open.source, 'cache');
+  assert.ok(open.error instanceof CircuitOpenError);
+  assert.equal((await log('sn-quiet')).length, 0, 'an open breaker sends nothing');
+
+  const ctl = new AbortController();
+  const pending = client.schema(url('/hang', 'sn-misc'), { cacheKey: 'doc', signal: ctl.signal });
+  setTimeout(() => ctl.abort('gone'), 30);
+  await assert.rejects(pending, (e) => e instanceof AbortError && e.reason === 'gone');
+  client.close();
+});
