@@ -1,0 +1,92 @@
+// stormguard/react: useSchema, a React 18/19 hook over client.schema().
+// Plain ESM with React as its only import (an optional peer dependency).
+import * as React from 'react';
+
+const IDLE = { data: undefined, source: undefined, stale: false, ageMs: undefined, error: undefined };
+
+/** An AbortSignal that aborts when any of `signals` does (AbortSignal.any where it exists). */
+function anySignal(signals) {
+  const list = signals.filter(Boolean);
+  if (list.length === 1) return list[0];
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(list);
+  const c = new AbortController();
+  for (const s of list) {
+    if (s.aborted) {
+      c.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => c.abort(s.reason), { once: true });
+  }
+  return c.signal;
+}
+
+/**
+ * `useSchema(client, url, options?)`: `client` is a Client or the Promise that
+ * createClient returns; `url` null or undefined means "nothing to load yet".
+ * The call restarts (aborting the previous one) when the client, the URL, the
+ * cacheKey or the version changes, and is aborted on unmount. Other options
+ * are read when a call starts, so an inline options object is fine.
+ * Never throws into rendering: failures end up in `error`.
+ */
+export function useSchema(client, url, options) {
+  const href = url == null ? null : String(url);
+  const cacheKey = options?.cacheKey;
+  const version = options?.version;
+  const key = JSON.stringify([href, cacheKey ?? null, version ?? null]);
+
+  const [state, setState] = React.useState(() => ({ key, ...IDLE, loading: href !== null }));
+  const latest = React.useRef(null);
+  latest.current = { client, href, options };
+  const keyRef = React.useRef(key);
+  keyRef.current = key;
+  const current = React.useRef(null); // the AbortController of the call in flight
+
+  const run = React.useCallback((runKey) => {
+    current.current?.abort();
+    const { client: c, href: u, options: o } = latest.current;
+    if (u === null) {
+      current.current = null;
+      setState({ key: runKey, ...IDLE, loading: false });
+      return Promise.resolve();
+    }
+    const controller = new AbortController();
+    current.current = controller;
+    setState((s) => {
+      if (s.key !== runKey) return { key: runKey, ...IDLE, loading: true };
+      return s.loading ? s : { ...s, loading: true };
+    });
+    const signal = anySignal([controller.signal, o?.signal]);
+    const settle = (next) => {
+      if (!controller.signal.aborted) setState({ key: runKey, ...next, loading: false });
+    };
+    return Promise.resolve(c)
+      .then((resolved) => resolved.schema(u, { ...o, signal }))
+      .then(
+        (r) => settle({ data: r.data, source: r.source, stale: r.stale, ageMs: r.ageMs, error: r.error }),
+        (e) => settle({ ...IDLE, error: e }),
+      )
+      .finally(() => {
+        if (current.current === controller) current.current = null;
+      });
+  }, []);
+
+  React.useEffect(() => {
+    run(key);
+    return () => current.current?.abort();
+  }, [client, key, run]);
+
+  const refresh = React.useCallback(() => run(keyRef.current), [run]);
+
+  // Until the effect of a new key has run, report the new key's initial state
+  // rather than the previous URL's document.
+  const view = state.key === key ? state : { ...IDLE, loading: href !== null };
+  return {
+    data: view.data,
+    source: view.source,
+    stale: view.stale,
+    ageMs: view.ageMs,
+    loading: view.loading,
+    error: view.error,
+    refresh,
+  };
+}

@@ -1,0 +1,102 @@
+// stormguard/vue: useSchema, a Vue 3 composable over client.schema().
+// Plain ESM with Vue as its only import (an optional peer dependency).
+import { getCurrentScope, onScopeDispose, shallowRef, unref, watch } from 'vue';
+
+/** An AbortSignal that aborts when any of `signals` does (AbortSignal.any where it exists). */
+function anySignal(signals) {
+  const list = signals.filter(Boolean);
+  if (list.length === 1) return list[0];
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(list);
+  const c = new AbortController();
+  for (const s of list) {
+    if (s.aborted) {
+      c.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => c.abort(s.reason), { once: true });
+  }
+  return c.signal;
+}
+
+/** A value, a ref or a getter, read now. */
+const read = (v) => (typeof v === 'function' ? v() : unref(v));
+
+/**
+ * `useSchema(client, url, options?)`: `client` is a Client or the Promise that
+ * createClient returns; `url` and `options` may be plain values, refs or
+ * getters, and a null or undefined URL means "nothing to load yet". The call
+ * restarts (aborting the previous one) when the URL, the cacheKey or the
+ * version changes, and is aborted when the calling component's scope is
+ * disposed (unmount). Returns shallow refs; never throws into rendering:
+ * failures end up in `error`.
+ */
+export function useSchema(client, url, options) {
+  const data = shallowRef(undefined);
+  const source = shallowRef(undefined);
+  const stale = shallowRef(false);
+  const ageMs = shallowRef(undefined);
+  const loading = shallowRef(false);
+  const error = shallowRef(undefined);
+  let controller = null;
+
+  const reset = () => {
+    data.value = undefined;
+    source.value = undefined;
+    stale.value = false;
+    ageMs.value = undefined;
+    error.value = undefined;
+  };
+
+  function refresh() {
+    controller?.abort();
+    controller = null;
+    const u = read(url);
+    if (u == null) {
+      loading.value = false;
+      return Promise.resolve();
+    }
+    const o = read(options);
+    const mine = new AbortController();
+    controller = mine;
+    loading.value = true;
+    const signal = anySignal([mine.signal, o?.signal]);
+    return Promise.resolve(client)
+      .then((c) => c.schema(String(u), { ...o, signal }))
+      .then(
+        (r) => {
+          if (mine.signal.aborted) return;
+          data.value = r.data;
+          source.value = r.source;
+          stale.value = r.stale;
+          ageMs.value = r.ageMs;
+          error.value = r.error;
+        },
+        (e) => {
+          if (mine.signal.aborted) return;
+          reset();
+          error.value = e;
+        },
+      )
+      .finally(() => {
+        if (controller !== mine) return;
+        controller = null;
+        loading.value = false;
+      });
+  }
+
+  watch(
+    () => {
+      const u = read(url);
+      const o = read(options);
+      return JSON.stringify([u == null ? null : String(u), o?.cacheKey ?? null, o?.version ?? null]);
+    },
+    (key, previous) => {
+      if (previous !== undefined) reset(); // another document: drop the last one's
+      refresh();
+    },
+    { immediate: true },
+  );
+  if (getCurrentScope()) onScopeDispose(() => controller?.abort());
+
+  return { data, source, stale, ageMs, loading, error, refresh };
+}

@@ -1,0 +1,91 @@
+// A server-driven UI: the page's layout is a JSON document loaded through
+// stormguard's schema(), which keeps the last good copy in LocalStorage.
+//   ?layout=URL  where the layout comes from
+//   ?alt=URL     a second source the "Switch source" button moves to
+import { useState } from 'react';
+import { createClient } from 'stormguard';
+import { useSchema } from 'stormguard/react';
+
+// One client for the page, created once (useSchema takes the promise as is).
+const client = createClient({ timeoutMs: 3000, retry: { maxAttempts: 2, baseDelayMs: 50 } });
+
+const params = new URLSearchParams(location.search);
+const sources = [params.get('layout'), params.get('alt')].filter(Boolean);
+
+const FALLBACK = {
+  title: 'Dashboard',
+  blocks: [
+    { type: 'text', text: 'The latest layout could not be loaded. Basic features are available.' },
+    { type: 'button', label: 'Try again' },
+  ],
+};
+
+const isLayout = (v) => typeof v === 'object' && v !== null && typeof v.title === 'string' && Array.isArray(v.blocks);
+
+export function App() {
+  const [shown, setShown] = useState(true);
+  const [index, setIndex] = useState(0);
+  return (
+    <div className="app">
+      <nav className="toolbar">
+        <button data-testid="toggle" onClick={() => setShown((s) => !s)}>{shown ? 'Hide layout' : 'Show layout'}</button>
+        {sources.length > 1 && (
+          <button data-testid="switch" onClick={() => setIndex((i) => (i + 1) % sources.length)}>Switch source</button>
+        )}
+      </nav>
+      {shown ? <LayoutView url={sources[index] ?? null} /> : <p data-testid="hidden">Layout hidden.</p>}
+    </div>
+  );
+}
+
+function LayoutView({ url }) {
+  const { data, source, loading, error, ageMs, refresh } = useSchema(client, url, {
+    cacheKey: 'layout',
+    version: 1,
+    fallback: FALLBACK,
+    validate: isLayout,
+  });
+  const state = loading && data === undefined ? 'loading' : (source ?? 'none');
+  return (
+    <main data-testid="view" data-state={state}>
+      {(source === 'cache' || source === 'fallback') && (
+        <div className="banner" role="status" data-testid="banner">
+          <strong>Offline template</strong>{' '}
+          {source === 'cache'
+            ? `— the server is not answering; showing the layout saved ${Math.round((ageMs ?? 0) / 1000)} s ago.`
+            : '— the server is not answering and no saved layout exists; showing the built-in one.'}
+          {error && <span className="reason"> ({error.name})</span>}{' '}
+          <button data-testid="retry" onClick={refresh}>Retry</button>
+        </div>
+      )}
+      {data === undefined ? <Skeleton /> : <Layout layout={data} />}
+    </main>
+  );
+}
+
+function Layout({ layout }) {
+  return (
+    <section data-testid="layout">
+      <h1 data-testid="title">{layout.title}</h1>
+      {layout.blocks.map((b, i) => {
+        if (b.type === 'text') return <p key={i}>{b.text}</p>;
+        if (b.type === 'card') return (
+          <article key={i} className="card"><h2>{b.title}</h2><p>{b.text}</p></article>
+        );
+        if (b.type === 'button') return <button key={i} className="primary">{b.label}</button>;
+        return null;
+      })}
+    </section>
+  );
+}
+
+function Skeleton() {
+  return (
+    <section data-testid="skeleton" aria-busy="true" className="skeleton">
+      <div className="bar wide" />
+      <div className="bar" />
+      <div className="bar" />
+      <div className="bar short" />
+    </section>
+  );
+}

@@ -1,0 +1,221 @@
+// The core package's types: what must compile, and (@ts-expect-error) what must not.
+import {
+  createClient, isStormguardError, StormguardError, TimeoutError, AbortError, NetworkError,
+  HttpError, CircuitOpenError, QueueFullError, ParseError, OptionsError,
+} from 'stormguard';
+import type {
+  Client, ClientOptions, RetryOptions, SchemaOptions, SchemaResult, Stats, StormguardEvent,
+  BreakerSnapshot, AnyStormguardError,
+} from 'stormguard';
+
+/** Compiles only when A and B are the same type. */
+type Equal<A, B> = (<X>() => X extends A ? 1 : 2) extends <X>() => X extends B ? 1 : 2 ? true : false;
+function expectType<A, B>(ok: Equal<A, B>): void { void ok; }
+
+interface User { id: number; name: string }
+interface Layout { title: string; blocks: { type: 'text' | 'button'; text: string }[] }
+
+export async function options(): Promise<void> {
+  // Every option, every sub-option off, and the empty call.
+  const full: ClientOptions = {
+    baseUrl: 'https://api.example.com/',
+    headers: { authorization: 'Bearer x' },
+    timeoutMs: 6000,
+    gatewayTimeoutMs: 5000,
+    deadlineMs: 20000,
+    retry: {
+      maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 8000, jitter: 'decorrelated',
+      statuses: [503], methods: ['GET'], retryAfter: true, maxRetryAfterMs: 30000,
+    },
+    budget: { ratio: 0.1, minRetries: 3, windowMs: 10000 },
+    breaker: {
+      windowMs: 60000, minSamples: 10, failureRate: 0.5, consecutiveFailures: 5,
+      openMs: 5000, maxOpenMs: 30000, halfOpenProbes: 1,
+    },
+    concurrency: { max: 6, queue: 100 },
+    dedupe: true,
+    storage: { prefix: 'stormguard:', maxEntryBytes: 262144 },
+  };
+  await createClient(full);
+  await createClient();
+  await createClient({});
+  await createClient({ retry: false, budget: false, breaker: false, concurrency: false, storage: false });
+  for (const jitter of ['full', 'equal', 'decorrelated', 'none'] as const) await createClient({ retry: { jitter } });
+
+  // @ts-expect-error retry: true is not an option (omit it for the defaults)
+  await createClient({ retry: true });
+  // @ts-expect-error durations are numbers
+  await createClient({ timeoutMs: '6000' });
+  // @ts-expect-error an unknown jitter
+  await createClient({ retry: { jitter: 'random' } });
+  // @ts-expect-error concurrency is false or an object
+  await createClient({ concurrency: 6 });
+  // @ts-expect-error header values are strings
+  await createClient({ headers: { 'x-n': 1 } });
+  // @ts-expect-error statuses are numbers
+  await createClient({ retry: { statuses: ['503'] } });
+  // @ts-expect-error dedupe is a boolean
+  await createClient({ dedupe: 'yes' });
+  // @ts-expect-error storage: true is not an option
+  await createClient({ storage: true });
+  // @ts-expect-error a misspelt option is caught
+  await createClient({ timeOutMs: 100 });
+  // @ts-expect-error budget.ratio is a number
+  await createClient({ budget: { ratio: '10%' } });
+  // @ts-expect-error breaker: true is not an option
+  await createClient({ breaker: true });
+
+  const retry: RetryOptions = { maxAttempts: 1 };
+  void retry;
+}
+
+export async function calls(client: Client): Promise<void> {
+  // request<T>: the caller names the body's type; unknown by default.
+  const user = await client.request<User>('/users/42');
+  expectType<typeof user, User>(true);
+  const raw = await client.request('/users/42');
+  expectType<typeof raw, unknown>(true);
+  // @ts-expect-error unknown must be narrowed before use
+  void raw.id;
+
+  await client.request(new URL('https://api.example.com/x'), {
+    method: 'POST', body: { sku: 'a1' }, idempotencyKey: true, query: { page: 2, q: 'x', all: true },
+    headers: { accept: 'application/json' }, responseType: 'json', timeoutMs: 100, deadlineMs: 1000,
+    retry: false, breakerKey: 'orders', signal: new AbortController().signal,
+  });
+  await client.request('/x', { idempotencyKey: 'order-1', retry: { maxAttempts: 5 } });
+  // @ts-expect-error idempotencyKey is a string or true
+  await client.request('/x', { idempotencyKey: false });
+  // @ts-expect-error an unknown responseType
+  await client.request('/x', { responseType: 'blob' });
+  // @ts-expect-error query values are strings, numbers or booleans
+  await client.request('/x', { query: { a: null } });
+
+  const res = await client.fetch('/report.csv', { method: 'GET', timeoutMs: 100, retry: false });
+  expectType<typeof res, Response>(true);
+  await client.fetch(new Request('https://api.example.com/'));
+
+  // schema<T>: the result's data is T | undefined, source a closed set.
+  const layout = await client.schema<Layout>('/layout.json', {
+    cacheKey: 'layout', version: 3, maxAgeMs: 86_400_000,
+    fallback: { title: 'offline', blocks: [] },
+    validate: (v) => typeof v === 'object' && v !== null && 'title' in v,
+    timeoutMs: 2000,
+  });
+  expectType<typeof layout, SchemaResult<Layout>>(true);
+  expectType<typeof layout.data, Layout | undefined>(true);
+  expectType<typeof layout.source, 'network' | 'cache' | 'fallback' | 'none'>(true);
+  expectType<typeof layout.stale, boolean>(true);
+  const age: number | undefined = layout.ageMs;
+  void age;
+  if (layout.error) {
+    const e: StormguardError = layout.error;
+    void e;
+  }
+  // T is inferred from the fallback too.
+  const inferred = await client.schema('/layout.json', { fallback: { title: 'x', blocks: [] } as Layout });
+  expectType<typeof inferred.data, Layout | undefined>(true);
+  const untyped = await client.schema('/layout.json');
+  expectType<typeof untyped.data, unknown>(true);
+  // @ts-expect-error the fallback must be a T
+  await client.schema<Layout>('/layout.json', { fallback: { title: 1 } });
+  await client.schema('/layout.txt', { responseType: 'text' });
+  // @ts-expect-error a stored copy must be JSON or text
+  await client.schema('/layout.bin', { responseType: 'bytes' });
+  // @ts-expect-error version is a string or a number
+  await client.schema('/layout.json', { version: true });
+  const schemaOptions: SchemaOptions<Layout> = { cacheKey: 'k', method: 'GET' };
+  void schemaOptions;
+
+  const stats: Stats = client.stats();
+  const n: number = stats.amplification + stats.fallbacks + stats.inFlight;
+  void n;
+  const breakers: BreakerSnapshot[] = client.breakers();
+  const state: 'closed' | 'open' | 'half-open' | undefined = breakers[0]?.state;
+  void state;
+  const off = client.on('retry', (e: StormguardEvent) => void e.delayMs);
+  off();
+  // @ts-expect-error an unknown event name
+  client.on('success', () => {});
+  client.close();
+}
+
+export async function errors(client: Client): Promise<void> {
+  try {
+    await client.request('/x');
+  } catch (e) {
+    // instanceof narrows to each class and its fields.
+    if (e instanceof HttpError) {
+      const fields: [number, string, string, string | undefined] = [e.status, e.statusText, e.body, e.retryDenied];
+      expectType<typeof e.code, 'HTTP'>(true);
+      void fields;
+    } else if (e instanceof TimeoutError) {
+      expectType<typeof e.phase, 'attempt' | 'deadline' | 'queue'>(true);
+    } else if (e instanceof CircuitOpenError) {
+      const f: [string, number] = [e.key, e.retryInMs];
+      void f;
+    } else if (e instanceof OptionsError) {
+      const option: string = e.option;
+      void option;
+    } else if (e instanceof AbortError) {
+      const reason: unknown = e.reason;
+      void reason;
+    } else if (e instanceof StormguardError) {
+      const base: [string, number, number, string] = [e.requestId, e.attempts, e.elapsedMs, e.message];
+      void base;
+      // @ts-expect-error status exists only on HttpError
+      void e.status;
+    }
+    // @ts-expect-error a caught value is unknown until narrowed
+    void e.code;
+
+    // isStormguardError narrows to the union, and `code` discriminates it.
+    if (isStormguardError(e)) {
+      expectType<typeof e, AnyStormguardError>(true);
+      switch (e.code) {
+        case 'HTTP':
+          expectType<typeof e, HttpError>(true);
+          void e.status;
+          break;
+        case 'TIMEOUT':
+          expectType<typeof e, TimeoutError>(true);
+          void e.phase;
+          break;
+        case 'ABORTED':
+          expectType<typeof e, AbortError>(true);
+          break;
+        case 'NETWORK':
+          expectType<typeof e, NetworkError>(true);
+          void e.cause;
+          break;
+        case 'CIRCUIT_OPEN':
+          expectType<typeof e, CircuitOpenError>(true);
+          void e.retryInMs;
+          break;
+        case 'QUEUE_FULL':
+          expectType<typeof e, QueueFullError>(true);
+          break;
+        case 'PARSE':
+          expectType<typeof e, ParseError>(true);
+          break;
+        case 'INVALID_OPTIONS':
+          expectType<typeof e, OptionsError>(true);
+          void e.option;
+          break;
+        default: {
+          const never: never = e; // every code is handled
+          void never;
+        }
+      }
+      // @ts-expect-error not a stormguard code
+      if (e.code === 'ENOTFOUND') void 0;
+      // @ts-expect-error retryInMs is CircuitOpenError's alone
+      void e.retryInMs;
+    }
+  }
+}
+
+export function hierarchy(e: HttpError | QueueFullError | ParseError): Error {
+  const base: StormguardError = e; // every class extends StormguardError extends Error
+  return base;
+}
