@@ -34,8 +34,6 @@
 //! permit out; if every breaker is open, half-open or busy, the new key is
 //! served untracked: always allowed, its samples dropped, shown nowhere.
 
-use std::collections::{BTreeMap, VecDeque};
-
 use super::classify::Sample;
 use super::options::BreakerConfig;
 use super::window::Ring;
@@ -262,7 +260,8 @@ impl Circuit {
 
 #[derive(Debug, Clone, Default)]
 struct Log {
-    pending: VecDeque<Transition>,
+    /// Drained after every call, so dropping the oldest (a shift) is rare.
+    pending: Vec<Transition>,
     opens: u64,
 }
 
@@ -273,9 +272,9 @@ impl Log {
             self.opens += 1;
         }
         if self.pending.len() >= MAX_PENDING_TRANSITIONS {
-            self.pending.pop_front();
+            self.pending.remove(0);
         }
-        self.pending.push_back(Transition {
+        self.pending.push(Transition {
             key: key.to_owned(),
             from,
             to,
@@ -287,7 +286,9 @@ impl Log {
 pub struct Breakers {
     cfg: BreakerConfig,
     max_keys: usize,
-    circuits: BTreeMap<String, Circuit>,
+    /// Sorted by key. A Vec, not a BTreeMap: the same order and, for at
+    /// most `max_keys` entries, a fraction of the wasm.
+    circuits: Vec<(String, Circuit)>,
     tick: u64,
     log: Log,
 }
@@ -302,7 +303,7 @@ impl Breakers {
         Self {
             cfg,
             max_keys,
-            circuits: BTreeMap::new(),
+            circuits: Vec::new(),
             tick: 0,
             log: Log::default(),
         }
@@ -313,15 +314,11 @@ impl Breakers {
     /// results decide, there is no time to wait for), or when adaptive
     /// throttling sheds this call (`Err(0.0)`; `rand01` is its coin).
     pub fn acquire(&mut self, key: &str, now_ms: f64, rand01: f64) -> Result<Permit, f64> {
-        if !self.circuits.contains_key(key) {
-            if !self.make_room() {
-                return Ok(Permit::Normal);
-            }
-            self.circuits
-                .insert(key.to_owned(), Circuit::new(&self.cfg));
+        if !self.track(key) {
+            return Ok(Permit::Normal);
         }
         self.tick += 1;
-        let Some(c) = self.circuits.get_mut(key) else {
+        let Some(c) = circuit(&mut self.circuits, key) else {
             return Ok(Permit::Normal);
         };
         c.last_used = self.tick;
@@ -332,7 +329,7 @@ impl Breakers {
     /// Reports an attempt's outcome for a permit from `acquire`; `Ignored`
     /// frees a probe slot without deciding anything.
     pub fn record(&mut self, key: &str, permit: Permit, sample: Sample, now_ms: f64) {
-        let Some(c) = self.circuits.get_mut(key) else {
+        let Some(c) = circuit(&mut self.circuits, key) else {
             return;
         };
         self.tick += 1;
@@ -344,7 +341,7 @@ impl Breakers {
 
     /// An untracked key reads as Closed.
     pub fn state(&mut self, key: &str, now_ms: f64) -> State {
-        let Some(c) = self.circuits.get_mut(key) else {
+        let Some(c) = circuit(&mut self.circuits, key) else {
             return State::Closed;
         };
         self.log.push(key, c.refresh(now_ms));
@@ -387,14 +384,10 @@ impl Breakers {
         if self.cfg.adaptive_k.is_some() || open_for_ms.is_nan() || open_for_ms <= 0.0 {
             return;
         }
-        if !self.circuits.contains_key(key) {
-            if !self.make_room() {
-                return;
-            }
-            self.circuits
-                .insert(key.to_owned(), Circuit::new(&self.cfg));
+        if !self.track(key) {
+            return;
         }
-        let Some(c) = self.circuits.get_mut(key) else {
+        let Some(c) = circuit(&mut self.circuits, key) else {
             return;
         };
         self.log.push(key, c.refresh(now_ms));
@@ -421,8 +414,10 @@ impl Breakers {
 
     /// `(time left open, open period)` while `key` is open.
     pub fn open_info(&self, key: &str, now_ms: f64) -> Option<(f64, f64)> {
-        self.circuits
-            .get(key)
+        find(&self.circuits, key)
+            .ok()
+            .and_then(|i| self.circuits.get(i))
+            .map(|(_, c)| c)
             .filter(|c| c.state == State::Open)
             .map(|c| (c.retry_in(now_ms), c.period_ms))
     }
@@ -430,7 +425,7 @@ impl Breakers {
     /// Another client's probe closed this key: close here too (window
     /// cleared, period back to `openMs`), if it is open or half-open.
     pub fn force_close(&mut self, key: &str, now_ms: f64) {
-        let Some(c) = self.circuits.get_mut(key) else {
+        let Some(c) = circuit(&mut self.circuits, key) else {
             return;
         };
         self.log.push(key, c.refresh(now_ms));
@@ -446,12 +441,27 @@ impl Breakers {
 
     /// Transitions since the last drain, oldest first.
     pub fn drain_transitions(&mut self) -> Vec<Transition> {
-        self.log.pending.drain(..).collect()
+        std::mem::take(&mut self.log.pending)
     }
 
     /// Transitions to Open so far (first opens and re-opens).
     pub fn opens(&self) -> u64 {
         self.log.opens
+    }
+
+    /// Makes sure `key` has a circuit; false when it cannot have one.
+    fn track(&mut self, key: &str) -> bool {
+        if find(&self.circuits, key).is_ok() {
+            return true;
+        }
+        if !self.make_room() {
+            return false;
+        }
+        if let Err(i) = find(&self.circuits, key) {
+            self.circuits
+                .insert(i, (key.to_owned(), Circuit::new(&self.cfg)));
+        }
+        true
     }
 
     /// Frees a place for a new key if needed; false when none can be freed.
@@ -462,11 +472,22 @@ impl Breakers {
         let victim = self
             .circuits
             .iter()
-            .filter(|(_, c)| c.state == State::Closed && c.in_flight == 0)
-            .min_by_key(|(_, c)| c.last_used)
-            .map(|(k, _)| k.clone());
-        victim.is_some_and(|k| self.circuits.remove(&k).is_some())
+            .enumerate()
+            .filter(|(_, (_, c))| c.state == State::Closed && c.in_flight == 0)
+            .min_by_key(|(_, (_, c))| c.last_used)
+            .map(|(i, _)| i);
+        victim.map(|i| self.circuits.remove(i)).is_some()
     }
+}
+
+/// Where `key` is in `circuits`, or where it would go.
+fn find(circuits: &[(String, Circuit)], key: &str) -> Result<usize, usize> {
+    circuits.binary_search_by(|(k, _)| k.as_str().cmp(key))
+}
+
+fn circuit<'a>(circuits: &'a mut [(String, Circuit)], key: &str) -> Option<&'a mut Circuit> {
+    let i = find(circuits, key).ok()?;
+    circuits.get_mut(i).map(|(_, c)| c)
 }
 
 #[cfg(test)]

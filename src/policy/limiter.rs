@@ -5,10 +5,10 @@
 //! one of them slower; a few at a time finish sooner in total, and a bounded
 //! queue turns overload into an immediate, visible `QueueFullError` instead of
 //! unbounded memory and latency. Waiters are removable by id (abort,
-//! deadline) without scanning, and a freed slot passes straight to the
+//! deadline) by binary search, and a freed slot passes straight to the
 //! oldest waiter so a newcomer can never overtake the queue.
 
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
 
 use super::options::LimiterConfig;
 
@@ -29,8 +29,9 @@ pub struct Limiter {
     max: u32,
     queue: u32,
     in_flight: u32,
-    /// Ids grow monotonically, so the smallest is the oldest waiter.
-    waiters: BTreeSet<WaiterId>,
+    /// Ids grow monotonically, so the queue is sorted and its front is the
+    /// oldest waiter. (A deque, not a BTreeSet: the same, in far less wasm.)
+    waiters: VecDeque<WaiterId>,
     next_id: WaiterId,
 }
 
@@ -41,7 +42,7 @@ impl Limiter {
             max: cfg.max.max(1),
             queue: cfg.queue,
             in_flight: 0,
-            waiters: BTreeSet::new(),
+            waiters: VecDeque::new(),
             next_id: 0,
         }
     }
@@ -61,7 +62,7 @@ impl Limiter {
         } else if self.queued() < self.queue {
             let id = self.next_id;
             self.next_id += 1;
-            self.waiters.insert(id);
+            self.waiters.push_back(id);
             Acquire::Queued(id)
         } else {
             Acquire::Full
@@ -71,7 +72,7 @@ impl Limiter {
     /// Frees a slot; if a waiter is queued the slot passes straight to the
     /// oldest one, whose id is returned (it now holds the slot).
     pub fn release(&mut self) -> Option<WaiterId> {
-        let next = self.waiters.pop_first();
+        let next = self.waiters.pop_front();
         if next.is_none() {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
@@ -81,7 +82,10 @@ impl Limiter {
     /// Removes a queued waiter (abort, deadline); `false` if it was not
     /// queued (already granted: the caller must then `release()`).
     pub fn cancel(&mut self, id: WaiterId) -> bool {
-        self.waiters.remove(&id)
+        match self.waiters.binary_search(&id) {
+            Ok(i) => self.waiters.remove(i).is_some(),
+            Err(_) => false,
+        }
     }
 
     pub fn in_flight(&self) -> u32 {

@@ -6,7 +6,6 @@
 //! `await` or while a JS listener runs.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::Function;
@@ -20,6 +19,7 @@ use super::dedupe::Flight;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Mode};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
+use super::vecmap::VecMap;
 use crate::policy::backoff::{parse_retry_after, Backoff};
 use crate::policy::breaker::{Breakers, Permit, State as BreakerState};
 use crate::policy::budget::RetryBudget;
@@ -58,14 +58,14 @@ pub struct State {
     pub breakers: Option<Breakers>,
     pub limiter: Limiter,
     /// Queued calls by waiter id: the gate a freed slot opens.
-    pub waiters: HashMap<WaiterId, Gate>,
+    pub waiters: VecMap<WaiterId, Gate>,
     /// Calls in progress, so `close()` can cancel them.
-    pub calls: HashMap<u64, Cancel>,
+    pub calls: VecMap<u64, Cancel>,
     pub listeners: Vec<Listener>,
     /// Shared network calls in flight, by dedupe key.
-    pub flights: HashMap<String, Rc<Flight>>,
+    pub flights: VecMap<String, Rc<Flight>>,
     /// Retry-After cooldowns by breaker key: no attempt before this time.
-    pub cooldowns: HashMap<String, f64>,
+    pub cooldowns: VecMap<String, f64>,
     pub next_id: u64,
     pub closed: bool,
 }
@@ -91,11 +91,11 @@ impl Engine {
             budget: cfg.budget.as_ref().map(RetryBudget::new),
             breakers: cfg.breaker.clone().map(Breakers::new),
             limiter,
-            waiters: HashMap::new(),
-            calls: HashMap::new(),
+            waiters: VecMap::new(),
+            calls: VecMap::new(),
             listeners: Vec::new(),
-            flights: HashMap::new(),
-            cooldowns: HashMap::new(),
+            flights: VecMap::new(),
+            cooldowns: VecMap::new(),
             next_id: 0,
             closed: false,
         };
@@ -113,7 +113,8 @@ impl Engine {
     }
 
     /// Calls `build` and every listener of `event`, only if there is one.
-    pub fn emit(&self, event: &str, request_id: &str, build: impl FnOnce(&Obj)) {
+    /// `build` is `dyn` so the body exists once, not once per event.
+    pub fn emit(&self, event: &str, request_id: &str, build: &dyn Fn(&Obj)) {
         let funcs: Vec<Function> = self
             .st
             .borrow()
@@ -135,8 +136,8 @@ impl Engine {
         }
     }
 
-    fn emit_call(&self, event: &str, call: &Call, attempt: u32, build: impl FnOnce(&Obj)) {
-        self.emit(event, &call.request_id, |o| {
+    fn emit_call(&self, event: &str, call: &Call, attempt: u32, build: &dyn Fn(&Obj)) {
+        self.emit(event, &call.request_id, &|o| {
             o.set("method", call.method.as_str())
                 .set("url", call.url.as_str())
                 .set("attempt", attempt);
@@ -179,7 +180,7 @@ impl Engine {
             } else {
                 request_id
             };
-            self.emit("breaker", id, |o| {
+            self.emit("breaker", id, &|o| {
                 o.set("key", t.key.as_str())
                     .set("from", t.from.as_str())
                     .set("to", t.to.as_str());
@@ -367,7 +368,7 @@ impl Engine {
             e.attempts = attempts;
             e.elapsed_ms = deadline.elapsed(now_ms());
             self.st.borrow_mut().stats.failures += 1;
-            self.emit_call("giveUp", call, attempts, |o| {
+            self.emit_call("giveUp", call, attempts, &|o| {
                 o.set("elapsedMs", e.elapsed_ms).set("errorName", e.name());
                 if let ErrorKind::Http { status, .. } = e.kind {
                     o.set("status", status);
@@ -430,7 +431,7 @@ impl Engine {
                 }
             }
             let remaining = deadline.remaining(now);
-            self.emit_call("attempt", call, *attempts, |o| {
+            self.emit_call("attempt", call, *attempts, &|o| {
                 o.set("elapsedMs", deadline.elapsed(now))
                     .set("remainingMs", remaining);
             });
@@ -459,7 +460,7 @@ impl Engine {
                 }
                 AttemptEnd::Timeout => {
                     self.st.borrow_mut().stats.timeouts += 1;
-                    self.emit_call("timeout", call, *attempts, |o| {
+                    self.emit_call("timeout", call, *attempts, &|o| {
                         o.set("elapsedMs", deadline.elapsed(now_ms()));
                     });
                     let e = CallError::new(ErrorKind::Timeout { phase });
@@ -537,7 +538,7 @@ impl Engine {
                 fetch::discard(resp);
             }
             self.st.borrow_mut().stats.retries += 1;
-            self.emit_call("retry", call, *attempts, |o| {
+            self.emit_call("retry", call, *attempts, &|o| {
                 o.set("delayMs", delay).set("errorName", err.name());
                 if let ErrorKind::Http { status, .. } = err.kind {
                     o.set("status", status);
@@ -627,7 +628,7 @@ impl Engine {
         let calls: Vec<Cancel> = {
             let mut st = self.st.borrow_mut();
             st.closed = true;
-            st.calls.drain().map(|(_, c)| c).collect()
+            st.calls.take_values()
         };
         for c in calls {
             c.cancel(CancelReason::Closed);
@@ -635,17 +636,18 @@ impl Engine {
     }
 }
 
-fn set_cooldown(cooldowns: &mut HashMap<String, f64>, key: String, until: f64) {
+fn set_cooldown(cooldowns: &mut VecMap<String, f64>, key: String, until: f64) {
     if !until.is_finite() {
         return;
     }
     if cooldowns.len() >= MAX_COOLDOWNS {
         let now = now_ms();
-        cooldowns.retain(|_, u| *u > now);
+        cooldowns.retain(|u| *u > now);
     }
-    if cooldowns.len() < MAX_COOLDOWNS || cooldowns.contains_key(&key) {
-        let entry = cooldowns.entry(key).or_insert(until);
-        *entry = entry.max(until);
+    if let Some(u) = cooldowns.get_mut(&key) {
+        *u = u.max(until);
+    } else if cooldowns.len() < MAX_COOLDOWNS {
+        cooldowns.insert(key, until);
     }
 }
 

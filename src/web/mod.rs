@@ -17,5 +17,6 @@ mod host;
 mod options;
 mod schema;
 mod storage;
+mod vecmap;
 
 pub use client::Client;

@@ -189,9 +189,8 @@ fn report(engine: &Engine, request_id: &str, faults: Vec<Fault>) {
     }
 }
 
-/// Both events through one instance of the generic `Engine::emit`.
 fn emit(engine: &Engine, event: &str, request_id: &str, fields: &[(&str, &str)]) {
-    engine.emit(event, request_id, |ev| {
+    engine.emit(event, request_id, &|ev| {
         for (k, v) in fields {
             ev.set(k, *v);
         }
