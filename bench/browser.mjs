@@ -1,0 +1,39 @@
+// Headless Chromium (Debian's, through playwright-core, with the flags this
+// machine needs: ../tests/e2e/browser.mjs) and the fault server serving the
+// repository as its static root, in a process of its own.
+import { join } from 'node:path';
+import { launchChromium } from '../tests/e2e/browser.mjs';
+import { ask, benchDir, forkNode, root } from './lib.mjs';
+
+export { launchChromium };
+
+/** The fault server with the repository as static root (pages, bench/.build, pkg/) on loopback. */
+export async function startSite() {
+  const { child, ready } = await forkNode(join(benchDir, 'server-proc.mjs'), [JSON.stringify({ staticRoot: root })]);
+  return {
+    url: ready.url,
+    close: async () => {
+      await ask(child, 'close').catch(() => {});
+    },
+  };
+}
+
+/**
+ * Opens `url` in `page` cross-origin isolated (COOP + COEP added to the document's response by
+ * interception, which is removed again once loaded), so performance.now() has 5 µs resolution
+ * instead of 100 µs. Same-origin subresources need nothing more.
+ */
+export async function gotoIsolated(page, url) {
+  const handler = async (route) => {
+    const res = await route.fetch();
+    await route.fulfill({
+      response: res,
+      headers: { ...res.headers(), 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' },
+    });
+  };
+  const pattern = url.split('?')[0];
+  await page.route(pattern, handler);
+  await page.goto(url);
+  await page.unroute(pattern, handler);
+  return page.evaluate(() => globalThis.crossOriginIsolated === true);
+}

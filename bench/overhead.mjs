@@ -1,0 +1,116 @@
+// Per-call overhead in headless Chromium against the fault server on
+// loopback: N sequential GETs and N GETs at concurrency 6 per library, in
+// blocks that alternate between the libraries (the order rotates every
+// round) so that machine noise hits all of them alike. Every URL is unique
+// (stormguard's de-duplication never joins two calls).
+import { gotoIsolated, launchChromium, startSite } from './browser.mjs';
+import { summarize } from './lib.mjs';
+import { OVERHEAD_STRATEGIES } from './strategies.mjs';
+
+/** Runs inside the page (serialized by page.evaluate). */
+async function inPage({ origin, n, block, warmup, concurrency, names }) {
+  const { libs, makeStrategies } = window.bench;
+  const f = makeStrategies(libs);
+  const make = {
+    raw: () => f.raw(),
+    stormguard: () => f.stormguard(),
+    // every policy that can be switched off is: what is left is the path through the wasm boundary
+    'stormguard-bare': () => f.stormguard({ retry: false, budget: false, breaker: false, concurrency: false, dedupe: false }),
+    ky: () => f.ky(),
+    cockatiel: () => f.cockatiel({ breaker: false }),
+  };
+  const clients = {};
+  for (const name of names) clients[name] = await make[name]();
+  let seq = 0;
+  const url = () => `${origin}/status/200?id=overhead&n=${seq++}`;
+  const modes = ['sequential', 'concurrent'];
+  const samples = {};
+  const wall = {};
+  for (const m of modes) {
+    samples[m] = {};
+    wall[m] = {};
+    for (const name of names) {
+      samples[m][name] = [];
+      wall[m][name] = 0;
+    }
+  }
+  for (const name of names) for (let i = 0; i < warmup; i++) await clients[name].call(url());
+
+  const rounds = Math.ceil(n / block);
+  for (let r = 0; r < rounds; r++) {
+    const count = Math.min(block, n - r * block);
+    for (const mode of modes) {
+      const order = names.map((_, i) => names[(i + r) % names.length]);
+      for (const name of order) {
+        const c = clients[name];
+        const out = samples[mode][name];
+        const t0 = performance.now();
+        if (mode === 'sequential') {
+          for (let i = 0; i < count; i++) {
+            const t = performance.now();
+            await c.call(url());
+            out.push(performance.now() - t);
+          }
+        } else {
+          let left = count;
+          const worker = async () => {
+            while (left > 0) {
+              left--;
+              const t = performance.now();
+              await c.call(url());
+              out.push(performance.now() - t);
+            }
+          };
+          await Promise.all(Array.from({ length: concurrency }, worker));
+        }
+        wall[mode][name] += performance.now() - t0;
+      }
+    }
+  }
+  const stormguardStats = clients.stormguard ? clients.stormguard.stats() : null;
+  for (const c of Object.values(clients)) c.close();
+  return { samples, wall, isolated: globalThis.crossOriginIsolated === true, stormguardStats, userAgent: navigator.userAgent };
+}
+
+export async function runOverhead({ quick, names = [...OVERHEAD_STRATEGIES, 'stormguard-bare'], log = console.log } = {}) {
+  const n = quick ? 200 : 2000;
+  const cfg = { n, block: quick ? 50 : 100, warmup: quick ? 20 : 100, concurrency: 6, names };
+  const site = await startSite();
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const isolated = await gotoIsolated(page, `${site.url}/bench/pages/overhead.html`);
+    await page.waitForFunction(() => window.ready === true, null, { timeout: 20000 }).catch(() => {
+      throw new Error(`overhead page did not load: ${errors.join('; ')}`);
+    });
+    log(`[overhead] ${n} sequential + ${n} at concurrency 6 per library, blocks of ${cfg.block}, ` +
+      `alternating (${isolated ? 'cross-origin isolated: 5 µs timer' : 'timer clamped to 100 µs'})`);
+    const raw = await page.evaluate(inPage, { origin: site.url, ...cfg });
+    const result = { config: cfg, isolated: raw.isolated, userAgent: raw.userAgent, stormguardStats: raw.stormguardStats, modes: {} };
+    for (const [mode, byName] of Object.entries(raw.samples)) {
+      const base = summarize(byName.raw ?? []);
+      result.modes[mode] = {};
+      for (const [name, values] of Object.entries(byName)) {
+        const s = summarize(values);
+        result.modes[mode][name] = {
+          ...s,
+          callsPerSecond: (values.length / raw.wall[mode][name]) * 1000,
+          medianRatio: s.median / base.median,
+          p99Ratio: s.p99 / base.p99,
+          meanRatio: s.mean / base.mean,
+        };
+      }
+      for (const name of names) {
+        const r = result.modes[mode][name];
+        log(`[overhead]   ${mode.padEnd(10)} ${name.padEnd(15)} median ${r.median.toFixed(3)} ms (x${r.medianRatio.toFixed(2)})  ` +
+          `p99 ${r.p99.toFixed(3)} ms (x${r.p99Ratio.toFixed(2)})`);
+      }
+    }
+    return result;
+  } finally {
+    await browser.close();
+    await site.close();
+  }
+}

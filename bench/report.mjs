@@ -1,0 +1,402 @@
+// Turns the results of a run into RESULTS.md (with SVG charts beside it), the
+// target verdicts, and the summary table printed at the end of `npm run bench`.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fixed, kb, mdTable, pct, textTable } from './lib.mjs';
+import { barChart, colorOf, lineChart } from './svg.mjs';
+import { DESCRIPTIONS } from './strategies.mjs';
+
+const RETRYING = ['naive', 'ky', 'cockatiel'];
+// noise allowances when comparing storm rows (stated in the report)
+const TOL = { amplification: 0.05, peak: 0.1, recoveryMs: 500, success: 0.01 };
+
+const sec = (ms) => (ms === null || ms === undefined ? 'never' : `${(ms / 1000).toFixed(1)} s`);
+const neverLabel = (run) => `never (${Math.round((run.runEndMs - run.faultEndMs) / 1000)} s)`;
+const recoveryText = (run) => (run.recoveryMs === null ? neverLabel(run) : sec(run.recoveryMs));
+const recoveryValue = (run) => (run.recoveryMs === null ? Infinity : run.recoveryMs);
+
+export function stormRow(storm, scenario, strategy) {
+  return storm?.runs.find((r) => r.scenario === scenario && r.strategy === strategy);
+}
+
+/** Every target of issue 7, with the measured value and whether it is met. */
+export function evaluateTargets(res, who = 'stormguard') {
+  const out = [];
+  if (res.size && who === 'stormguard') {
+    const sg = res.size.libs.find((l) => l.name === 'stormguard');
+    if (sg) {
+      out.push({ area: 'size', target: 'stormguard (wasm + JS as bundled) <= 30 KB gzip', measured: `${kb(sg.total.gzip)} gzip`, met: sg.total.gzip <= 30 * 1024 });
+    }
+  }
+  if (res.overhead && who === 'stormguard') {
+    for (const [mode, byName] of Object.entries(res.overhead.modes)) {
+      const sg = byName.stormguard;
+      if (!sg) continue;
+      const label = mode === 'sequential' ? 'sequential' : 'concurrency 6';
+      out.push({ area: 'overhead', target: `${label}: median <= 1.10 x raw fetch`, measured: `x${fixed(sg.medianRatio)}`, met: sg.medianRatio <= 1.1 });
+      const others = ['ky', 'cockatiel'].filter((n) => byName[n]);
+      out.push({
+        area: 'overhead',
+        target: `${label}: median ahead of ky and cockatiel`,
+        measured: `${fixed(sg.median, 3)} ms vs ${others.map((n) => `${n} ${fixed(byName[n].median, 3)}`).join(', ')}`,
+        met: others.every((n) => sg.median < byName[n].median),
+      });
+    }
+  }
+  if (res.storm) {
+    const S = res.storm;
+    const scen = S.scenarios.map((s) => s.name);
+    const get = (sc, st) => stormRow(S, sc, st);
+    const sgOut = get('outage', who);
+    const ckOut = get('outage', 'cockatiel');
+    if (sgOut && ckOut) {
+      out.push({ area: 'storm', target: 'outage: amplification <= cockatiel\'s', measured: `${fixed(sgOut.amplification)} vs ${fixed(ckOut.amplification)}`, met: sgOut.amplification <= ckOut.amplification + 1e-9 });
+    }
+    for (const sc of scen) {
+      const sg = get(sc, who);
+      const none = get(sc, 'none');
+      if (!sg) continue;
+      out.push({ area: 'storm', target: `${sc}: peak <= 1.5 x baseline`, measured: `${fixed(sg.peakRatio)}x`, met: sg.peakRatio <= 1.5 });
+      if (none) {
+        out.push({
+          area: 'storm',
+          target: `${sc}: success share >= none's - 5 points`,
+          measured: `${pct(sg.successFromFault)} vs ${pct(none.successFromFault)}`,
+          met: sg.successFromFault >= none.successFromFault - 0.05,
+        });
+        if (sc.startsWith('brownout')) {
+          out.push({
+            area: 'storm',
+            target: `${sc}: recovery no slower than none (+0.5 s)`,
+            measured: `${recoveryText(sg)} vs ${recoveryText(none)}`,
+            met: recoveryValue(sg) <= recoveryValue(none) + TOL.recoveryMs,
+          });
+        }
+      }
+      const worse = [];
+      for (const o of RETRYING) {
+        const r = get(sc, o);
+        if (!r) continue;
+        if (sg.amplification > r.amplification + TOL.amplification) worse.push(`amplification vs ${o} (${fixed(sg.amplification)} > ${fixed(r.amplification)})`);
+        if (sg.peakRatio > r.peakRatio + TOL.peak) worse.push(`peak vs ${o} (${fixed(sg.peakRatio)} > ${fixed(r.peakRatio)})`);
+        if (recoveryValue(sg) > recoveryValue(r) + TOL.recoveryMs) worse.push(`recovery vs ${o} (${recoveryText(sg)} > ${recoveryText(r)})`);
+        if (sg.successFromFault < r.successFromFault - TOL.success) worse.push(`success vs ${o} (${pct(sg.successFromFault)} < ${pct(r.successFromFault)})`);
+      }
+      out.push({ area: 'storm', target: `${sc}: no worse than naive, ky, cockatiel on any column`, measured: worse.length ? worse.join('; ') : 'no worse on any', met: worse.length === 0 });
+    }
+  }
+  return out;
+}
+
+/** The summary table: one line per figure, stormguard beside the others. */
+export function summary(res) {
+  const head = ['figure', 'stormguard', 'raw/none', 'naive', 'ky', 'cockatiel'];
+  const rows = [];
+  if (res.size) {
+    const g = (n) => {
+      const l = res.size.libs.find((x) => x.name === n);
+      return l ? `${(l.total.gzip / 1024).toFixed(1)} KB` : '—';
+    };
+    rows.push(['size, gzip (JS + wasm)', g('stormguard'), '0', '—', g('ky'), g('cockatiel')]);
+  }
+  if (res.startup) {
+    const g = (n) => (res.startup.libs[n] ? `${res.startup.libs[n].readyMs.median.toFixed(1)} ms` : '—');
+    rows.push(['start-up import -> ready, median', g('stormguard'), '0', '—', g('ky'), g('cockatiel')]);
+  }
+  if (res.overhead) {
+    for (const [mode, b] of Object.entries(res.overhead.modes)) {
+      const m = mode === 'sequential' ? 'sequential' : 'concurrency 6';
+      const g = (n) => (b[n] ? `${b[n].median.toFixed(2)} ms x${b[n].medianRatio.toFixed(2)}` : '—');
+      const p = (n) => (b[n] ? `${b[n].p99.toFixed(2)} ms x${b[n].p99Ratio.toFixed(2)}` : '—');
+      rows.push([`per call ${m}, median`, g('stormguard'), g('raw'), '—', g('ky'), g('cockatiel')]);
+      rows.push([`per call ${m}, p99`, p('stormguard'), p('raw'), '—', p('ky'), p('cockatiel')]);
+    }
+  }
+  if (res.storm) {
+    for (const s of res.storm.scenarios) {
+      const r = (st) => stormRow(res.storm, s.name, st);
+      const cell = (st, f) => (r(st) ? f(r(st)) : '—');
+      const line = (label, f) => rows.push([`${s.name}: ${label}`, ...['stormguard', 'none', 'naive', 'ky', 'cockatiel'].map((st) => cell(st, f))]);
+      line('amplification', (x) => fixed(x.amplification));
+      line('peak 1 s / baseline', (x) => `${fixed(x.peakRatio)}x`);
+      line('recovery', recoveryText);
+      line('success from fault on', (x) => pct(x.successFromFault));
+      line('max in-flight per client', (x) => String(x.maxInflightPerClient));
+    }
+  }
+  if (res.memory) {
+    const m = res.memory.runs;
+    const mb = (b) => `${(b / 1048576).toFixed(2)} MB`;
+    const heap = (r) => (r ? `${mb(r.afterWarmup.heapUsed)} -> ${mb(r.after.heapUsed)}` : '—');
+    rows.push([`JS heap, ${res.memory.calls / 1000}k calls`, heap(m.stormguard), heap(m.raw), '—', '—', '—']);
+    if (m.stormguard) rows.push([`wasm memory, ${res.memory.calls / 1000}k calls`, `${mb(m.stormguard.before.wasmMemory)} -> ${mb(m.stormguard.after.wasmMemory)}`, '—', '—', '—', '—']);
+  }
+  return { head, rows, text: textTable(head, rows) };
+}
+
+// ---- RESULTS.md
+
+function sizeSection(res, charts) {
+  const { libs } = res.size;
+  const sg = libs.find((l) => l.name === 'stormguard');
+  const rows = libs.map((l) => [
+    `${l.name} ${l.version}`,
+    l.name === 'stormguard' ? `JS ${kb(l.parts.js.raw)} + wasm ${kb(l.parts.wasm.raw)} = **${kb(l.total.raw)}**` : kb(l.total.raw),
+    l.name === 'stormguard' ? `JS ${kb(l.parts.js.gzip)} + wasm ${kb(l.parts.wasm.gzip)} = **${kb(l.total.gzip)}**` : kb(l.total.gzip),
+    l.name === 'stormguard' ? `JS ${kb(l.parts.js.brotli)} + wasm ${kb(l.parts.wasm.brotli)} = **${kb(l.total.brotli)}**` : kb(l.total.brotli),
+    sg ? `x${fixed(l.total.gzip / sg.total.gzip)}` : '',
+    '`' + l.entry.replace(/\s+/g, ' ') + '`',
+  ]);
+  charts['size.svg'] = barChart({
+    title: 'Size as an app ships it, gzip -9 (KB)',
+    unit: 'KB',
+    ref: { value: 30, label: 'target 30 KB' },
+    bars: libs.map((l) => ({
+      label: l.name,
+      segments: l.parts.wasm
+        ? [{ label: 'JS', value: l.parts.js.gzip / 1024, color: '#6baed6' }, { label: 'wasm', value: l.parts.wasm.gzip / 1024, color: '#1f77b4' }]
+        : [{ label: 'JS', value: l.parts.js.gzip / 1024, color: '#6baed6' }],
+    })),
+  });
+  let md = `## 1. Size\n\nEach library bundled by esbuild (\`--bundle --minify --format=esm\`, browser platform) from an entry that ` +
+    `imports what an app using it needs (last column); stormguard's bundle plus its \`.wasm\`, which it loads beside itself. ` +
+    `Each file compressed on its own (gzip -9, brotli -q 11), as a server would send it.\n\n`;
+  md += mdTable(['library', 'raw', 'gzip', 'brotli', 'gzip vs stormguard', 'entry'], rows) + '\n\n![size](size.svg)\n\n';
+  if (sg) {
+    md += `Target: <= 30 KB gzip in all. Measured: **${kb(sg.total.gzip)}** — ${sg.total.gzip <= 30 * 1024 ? 'met' : `**not met** (${kb(sg.total.gzip - 30 * 1024)} over; the wasm alone is ${kb(sg.parts.wasm.gzip)})`}.\n\n`;
+  }
+  const tw = res.twiggy;
+  if (tw && !tw.skipped) {
+    md += `### What the wasm is made of (twiggy)\n\n` +
+      `twiggy ${(tw.version ?? '').replace(/^twiggy(-opt)?\s*/, '')} over the same build as \`pkg/\` (\`${tw.source}\` through wasm-bindgen and \`wasm-opt -Oz\`) with the ` +
+      `name section kept (\`wasm-opt -g\`): ${kb(tw.itemsBytes)} of items (the shipped file is ${kb(res.size.libs.find((l) => l.name === 'stormguard')?.parts.wasm.raw ?? 0)}) ` +
+      `plus ${kb(tw.nameSectionBytes)} of names that do not ship. wasm-opt inlines small functions into their callers, so a ` +
+      `caller's size includes what it inlined (the policy core is mostly inside \`Engine::run_linked\` and the export shims).\n\n`;
+    md += mdTable(['part', 'bytes', 'share'], tw.byCrate.slice(0, 14).map((c) => [c.crate, String(c.bytes), pct(c.share)])) + '\n\n';
+    md += mdTable(['largest items', 'bytes', 'share'], tw.top.slice(0, 15).map((c) => ['`' + c.name.replace(/\|/g, '\\|') + '`', String(c.bytes), pct(c.share)])) + '\n\n';
+  } else if (tw?.skipped) {
+    md += `twiggy breakdown: skipped (${tw.skipped}).\n\n`;
+  }
+  return md;
+}
+
+function startupSection(res, charts) {
+  const s = res.startup;
+  const names = Object.keys(s.libs);
+  charts['startup.svg'] = barChart({
+    title: `Start-up in Chromium: import() -> ready client, median of ${s.loads} cold loads (ms)`,
+    unit: 'ms',
+    bars: names.map((n) => ({ label: n, value: s.libs[n].readyMs.median, color: colorOf(n) })),
+  });
+  const rows = names.map((n) => {
+    const l = s.libs[n];
+    return [n, fixed(l.importMs.median, 1), fixed(l.readyMs.median, 1), fixed(l.readyMs.p90, 1), fixed(l.navToReadyMs.median, 1)];
+  });
+  return `## 2. Start-up\n\nA fresh browser context (empty cache) per load, the loads of the libraries alternating; each page ` +
+    `\`import()\`s the library's bundle from section 1 and makes it ready for a first call (stormguard: \`await createClient()\`, ` +
+    `which fetches, compiles and instantiates the wasm; ky/ofetch/axios: \`create()\`; cockatiel: the storm benchmark's policy). ` +
+    `Times in ms from just before the \`import()\`; the last column from navigation start.\n\n` +
+    mdTable(['library', 'import, median', 'import -> ready, median', 'import -> ready, p90', 'navigation -> ready, median'], rows) +
+    '\n\n![start-up](startup.svg)\n\n';
+}
+
+function overheadSection(res, charts) {
+  const o = res.overhead;
+  const names = Object.keys(o.modes.sequential);
+  let md = `## 3. Per-call overhead\n\nHeadless Chromium (${o.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? ''}), page and fault server on loopback ` +
+    `(same origin, \`GET /status/200\`, a 15-byte JSON body, every URL unique so nothing is de-duplicated). ` +
+    `${o.config.n} sequential calls and ${o.config.n} calls at concurrency 6 per library after ${o.config.warmup} warm-up calls each, ` +
+    `in blocks of ${o.config.block} that alternate between the libraries (the order rotates every round). Each call is timed ` +
+    `from the call to the parsed body. The page is cross-origin isolated (${o.isolated ? 'yes' : 'no'}), so \`performance.now()\` ` +
+    `resolves 5 µs. Strategies: ${names.map((n) => `**${n}**: ${n === 'cockatiel' ? DESCRIPTIONS['cockatiel (retry + timeout)'] : n === 'stormguard-bare' ? 'createClient({ retry: false, budget: false, breaker: false, concurrency: false, dedupe: false }): what the wasm boundary costs without the policies' : DESCRIPTIONS[n]}`).join('; ')}.\n\n`;
+  for (const [mode, b] of Object.entries(o.modes)) {
+    md += `**${mode === 'sequential' ? 'Sequential' : 'Concurrency 6'}**\n\n` + mdTable(
+      ['library', 'median', 'x raw', 'p99', 'x raw', 'mean', 'calls/s'],
+      names.map((n) => [n, `${fixed(b[n].median, 3)} ms`, fixed(b[n].medianRatio), `${fixed(b[n].p99, 3)} ms`, fixed(b[n].p99Ratio), `${fixed(b[n].mean, 3)} ms`, fixed(b[n].callsPerSecond, 0)]),
+    ) + '\n\n';
+  }
+  charts['overhead.svg'] = barChart({
+    title: 'Per call, median (ms): sequential | concurrency 6',
+    unit: 'ms',
+    digits: 2,
+    bars: Object.entries(o.modes).flatMap(([mode, b]) => names.map((n) => ({
+      label: `${n} ${mode === 'sequential' ? 'seq' : 'c6'}`, value: b[n].median, color: colorOf(n),
+    }))),
+  });
+  md += '![overhead](overhead.svg)\n\n';
+  if (o.stormguardStats) {
+    md += `stormguard's own count over the run: ${o.stormguardStats.requests} calls, ${o.stormguardStats.attempts} attempts, ` +
+      `${o.stormguardStats.retries} retries (every call went through once).\n\n`;
+  }
+  return md;
+}
+
+function stormSection(res, charts, anchors) {
+  const S = res.storm;
+  const c = S.config;
+  const cap = c.capacity;
+  const load = (c.clients / (c.periodMs / 1000)) / (cap.c / (cap.serviceMs / 1000));
+  let md = `## 4. Storm\n\n` +
+    `The model of [BENCHMARKS.md](../../shared/BENCHMARKS.md) on the fault server's \`/capacity\` endpoint: C = ${cap.c} slots of ` +
+    `S = ${cap.serviceMs} ms (${cap.c / (cap.serviceMs / 1000)} req/s), a FIFO queue of ${cap.queue}, gateway timeout G = ${cap.gatewayMs} ms ` +
+    `(the backend still spends a slot on a request the gateway already answered 504). ${c.clients} logical clients, each its own ` +
+    `strategy instance (one stormguard client, one cockatiel policy, ... as each would be a browser), each firing one GET every ` +
+    `${c.periodMs} ms from a random phase whether or not its previous call is still running (open loop): baseline load ` +
+    `${fixed(load)} of capacity. ${c.warmupMs / 1000} s warm-up, ${c.faultMs / 1000} s fault, ${c.recoveryMs / 1000} s recovery; then up to ` +
+    `${c.drainMs / 1000} s for the calls still running to settle (any left count as failed).\n\n` +
+    `Faults: **outage** (every request answered 503 at once), **brownout** (${Math.round(0.3 * cap.c)} slots instead of ${cap.c}), ` +
+    `**brownout-shed** (the same brownout on a server that sheds: a queued request that can no longer finish before its gateway ` +
+    `deadline is dropped and answered 503 instead of wasting a slot, \`shed: "early"\`).\n\n` +
+    `Strategies: ${['none', 'naive', 'ky', 'cockatiel', 'stormguard'].map((n) => `**${n}**: ${DESCRIPTIONS[n]}`).join('; ')}.\n\n` +
+    `Columns: **amplification** = server arrivals in the fault window / logical calls started in it; **peak** = the busiest 1 s ` +
+    `window (aligned to the fault's start) from the fault on / the mean arrivals per second over the last 5 s of warm-up; ` +
+    `**recovery** = from the fault's end until every following 1 s window (sliding by 100 ms, calls by start time) has a success ratio ` +
+    `>= 0.99; **success** = share of the logical calls started from the fault's start to the end that resolved with data within ` +
+    `${c.deadlineMs / 1000} s (stormguard's default deadline, the longest of any strategy); **in-flight** = the most attempts one ` +
+    `client had in flight at once (counted in a wrapper around the global fetch that every strategy, stormguard included, calls).\n\n` +
+    `### Why Node 20 with the package's Node build is faithful\n\n` +
+    `\`pkg/node.js\` instantiates the very \`stormguard_bg.wasm\` that browsers load and wraps it with the same \`core.js\`; every ` +
+    `policy (deadline, backoff with crypto jitter, budget, breaker, limiter, dedupe) runs in that wasm, and it calls the host's ` +
+    `global \`fetch\`, which in Node is undici making real HTTP/1.1 requests over loopback to a real server, with real ` +
+    `AbortController aborts (the server sees the disconnects). What differs from a browser is the HTTP client under fetch (undici ` +
+    `instead of Chromium's network stack) and that the ${c.clients} "browsers" share one event loop — which is why the load ` +
+    `generator's CPU and event-loop lag are reported: they show it kept up. undici's pool per origin has no connection limit, ` +
+    `unlike a browser's 6, so the client side never queues (a browser's per-host limit would only lower what reaches the server). ` +
+    `Each strategy's run has its own server process and its own load-generator process; the runs listed together below ran at ` +
+    `the same time (same machine noise), in groups sized to keep this 2-core machine below saturation.\n\n`;
+
+  const ORDER = ['none', 'naive', 'ky', 'cockatiel', 'stormguard'];
+  const rank = (n) => (ORDER.includes(n) ? ORDER.indexOf(n) : ORDER.length);
+  for (const s of S.scenarios) {
+    const runs = S.runs.filter((r) => r.scenario === s.name).sort((a, b) => rank(a.strategy) - rank(b.strategy) || a.strategy.localeCompare(b.strategy));
+    md += `### ${s.label}\n\n` + mdTable(
+      ['strategy', 'amplification', 'peak 1 s / baseline', 'recovery', 'success from fault on', 'max in-flight per client', 'load gen CPU / lag p99', 'server CPU / lag p99'],
+      runs.map((r) => [
+        r.strategy === 'stormguard' ? '**stormguard**' : r.strategy,
+        fixed(r.amplification), `${fixed(r.peakRatio)}x`, recoveryText(r), pct(r.successFromFault), String(r.maxInflightPerClient),
+        `${pct(r.loadGen.cpuShare, 0)} / ${fixed(r.loadGen.loopDelayP99Ms, 0)} ms`, `${pct(r.server.cpuShare, 0)} / ${fixed(r.server.loopDelayP99Ms, 0)} ms`,
+      ]),
+    ) + '\n\n';
+    const batches = [...new Map(runs.map((r) => [r.group?.join(', ') ?? 'all', r.batch])).entries()];
+    md += `Ran together: ${batches.map(([g, b]) => `[${g}]` + (b ? ` (machine ${fixed(b.machineBusyCores, 1)} of ${res.meta.cores} cores busy, ` +
+      `${fixed(b.otherCores, 2)} by other processes)` : '')).join('; ')}.\n\n`;
+    const starved = runs.filter((r) => r.loadGen.loopDelayP99Ms > 50 || (r.batch && r.batch.otherCores > 0.3));
+    if (starved.length) {
+      md += `> **Caution:** ${starved.map((r) => r.strategy).join(', ')} ran while the machine was busy (load-generator event-loop ` +
+        `lag p99 over 50 ms, or over 0.3 cores used by other processes); their figures are less reliable than the rest.\n\n`;
+    }
+    const faultS = s.name === 'outage' ? 'outage' : 'brownout';
+    const shade = [0, c.faultMs / 1000, faultS];
+    charts[`storm-${s.name}-load.svg`] = lineChart({
+      title: `${s.label}: server requests per second / baseline`,
+      xLabel: 's from the fault\'s start (each point a 1 s window, at its middle)', yLabel: 'arrivals / baseline', shade,
+      hLines: [{ y: 1, label: 'baseline' }, { y: 1.5, label: '1.5x' }],
+      series: runs.map((r) => ({ name: r.strategy, dash: r.strategy.includes('(') || r.strategy.includes('-'), points: r.series.map((p) => [p.t + 0.5, p.arrivals / r.baselineRate]) })),
+    });
+    charts[`storm-${s.name}-success.svg`] = lineChart({
+      title: `${s.label}: success ratio of the calls started in each second`,
+      xLabel: 's from the fault\'s start (each point a 1 s window of call starts, at its middle)', yLabel: 'success ratio', shade, yMax: 1.05,
+      series: runs.map((r) => ({ name: r.strategy, dash: r.strategy.includes('(') || r.strategy.includes('-'), points: r.series.map((p) => [p.t + 0.5, p.success]) })),
+    });
+    md += `![${s.name} load](storm-${s.name}-load.svg)\n\n![${s.name} success](storm-${s.name}-success.svg)\n\n`;
+  }
+
+  const sgRuns = S.runs.filter((r) => r.libStats).sort((a, b) => a.strategy.localeCompare(b.strategy));
+  if (sgRuns.length) {
+    md += `stormguard's own counters (\`stats()\`, summed over its ${c.clients} clients) and its breakers (from the \`breaker\` ` +
+      `events): the share of clients whose breaker opened during the fault, the median time from the fault's start to that first ` +
+      `opening, the share not closed when the fault ended, and the calls started after the fault that an open circuit rejected:\n\n` + mdTable(
+      ['fault', 'client', 'calls', 'attempts', 'retries', 'budget denied', 'deduped', 'opened in fault', 'first open', 'not closed at fault end', 'rejected after fault', 'errors'],
+      sgRuns.map((r) => [r.scenario, r.strategy, r.libStats.requests, r.libStats.attempts, r.libStats.retries, r.libStats.budgetDenied, r.libStats.deduped,
+        r.breaker ? pct(r.breaker.clientsOpenedInFault, 0) : '—',
+        r.breaker?.firstOpenMedianMs != null ? sec(r.breaker.firstOpenMedianMs) : '—',
+        r.breaker ? pct(r.breaker.notClosedAtFaultEnd, 0) : '—',
+        r.breaker ? String(r.breaker.rejectedAfterFault) : '—',
+        Object.entries(r.errors).map(([k, v]) => `${k} ${v}`).join(', ')]),
+    ) + '\n\n';
+  }
+  if (anchors) md += anchors + '\n\n';
+  return md;
+}
+
+// The figures BENCHMARKS.md reports for the anchors (Node 20, ky 1.14.3, cockatiel 3.2.1)
+const ANCHORS = {
+  outage: { none: [1.0, 1.01, 0, 0.667], naive: [4.02, 4.18, 0, 0.667], ky: [2.9, 3.06, 0, 0.696], cockatiel: [0.49, 3.54, 1600, 0.635] },
+  brownout: { none: [1.0, 1.01, 300, 0.712], naive: [3.79, 4.11, null, 0.012], ky: [2.46, 3.19, null, 0.072], cockatiel: [0.82, 2.91, 4300, 0.567] },
+};
+
+function anchorsSection(S) {
+  const rows = [];
+  for (const [sc, byStrategy] of Object.entries(ANCHORS)) {
+    for (const [st, a] of Object.entries(byStrategy)) {
+      const r = stormRow(S, sc, st);
+      if (!r) continue;
+      const rec = (ms) => (ms === null ? 'never' : sec(ms));
+      rows.push([sc, st, `${fixed(r.amplification)} (${fixed(a[0])})`, `${fixed(r.peakRatio)}x (${fixed(a[1])}x)`,
+        `${r.recoveryMs === null ? 'never' : sec(r.recoveryMs)} (${rec(a[2])})`, `${pct(r.successFromFault)} (${pct(a[3])})`]);
+    }
+  }
+  if (!rows.length) return '';
+  const ky = stormRow(S, 'brownout', 'ky');
+  const kyNote = ky && ky.recoveryMs !== null
+    ? `\n\nThe one row that differs in kind is ky in the brownout: here it recovers (${sec(ky.recoveryMs)}, ${pct(ky.successFromFault)} ` +
+      `success) where BENCHMARKS.md reports it never recovering. With this server's queue of ${S.config.capacity.queue} and ` +
+      `${S.config.capacity.c} slots, a full queue waits ${fixed(S.config.capacity.queue / (S.config.capacity.c / S.config.capacity.serviceMs), 0)} ms ` +
+      `once capacity is back, less than the ${S.config.capacity.gatewayMs} ms gateway timeout, so no request can expire in the queue after ` +
+      `the fault, and ky's at most three attempts per call (the excess answered 503 at once) cannot keep the backend busy with ` +
+      `dead work. naive still collapses because its 300 ms timeout is shorter than that queue wait: it abandons requests the ` +
+      `backend then serves for nothing, and sends three more. The load generator was not saturated in ky's run (see its CPU and ` +
+      `lag above), so the difference does not come from an overloaded client side. Only a queue deeper than gateway timeout x ` +
+      `capacity (${fixed(S.config.capacity.gatewayMs / 1000 * S.config.capacity.c / (S.config.capacity.serviceMs / 1000), 0)} requests) ` +
+      `should let retries alone keep the backend collapsed after the fault.`
+    : '';
+  return `### Against the anchors of BENCHMARKS.md
+
+This run's figures, and in brackets those BENCHMARKS.md reports for the same ` +
+    `strategies and faults:\n\n` + mdTable(['fault', 'strategy', 'amplification', 'peak', 'recovery', 'success'], rows) + kyNote;
+}
+
+function memorySection(res) {
+  const m = res.memory;
+  const mb = (b) => (b === null || b === undefined ? '—' : `${(b / 1048576).toFixed(2)} MB`);
+  const rows = [];
+  for (const [name, r] of Object.entries(m.runs)) {
+    rows.push([name === 'raw' ? 'plain fetch' : 'stormguard (one client)', mb(r.before.heapUsed), mb(r.afterWarmup.heapUsed), mb(r.after.heapUsed),
+      mb(r.after.heapUsed - r.afterWarmup.heapUsed), mb(r.before.wasmMemory), mb(r.after.wasmMemory), mb(r.after.rss), `${(m.calls / r.seconds).toFixed(0)}`, String(r.failed)]);
+  }
+  return `## 5. Memory\n\n${m.calls.toLocaleString('en')} calls (\`GET /status/200\`, unique URLs, 6 at a time) through one client in Node ` +
+    `${process.version}, each library in a fresh process started with \`--expose-gc\`; every figure after a forced full GC: before the ` +
+    `first call, after ${m.warmup} warm-up calls, and at the end. The wasm memory is the instance's \`memory.buffer.byteLength\` ` +
+    `(linear memory only grows, so a leak would show as growth).\n\n` +
+    mdTable(['client', 'JS heap before', 'after warm-up', 'at the end', 'growth after warm-up', 'wasm memory before', 'wasm memory at the end', 'RSS at the end', 'calls/s', 'failed'], rows) + '\n\n';
+}
+
+/**
+ * @param res the run's results
+ * @param o.mdPath where RESULTS.md goes; o.chartsDir where the SVGs go; o.chartsRel their path from RESULTS.md
+ */
+export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarksLink = '../../shared/BENCHMARKS.md', proposals = '' }) {
+  const charts = {};
+  const verdicts = evaluateTargets(res);
+  const meta = res.meta;
+  let md = `# stormguard benchmarks\n\n` +
+    `Generated by \`npm run bench${meta.quick ? ' -- --quick' : ''}\` (bench/run.mjs) on ${meta.date}: ${meta.cpu}, ${meta.cores} cores, ` +
+    `${meta.os}, Node ${meta.node}, Chromium ${meta.chromium ?? '?'}, stormguard ${meta.stormguard} (commit ${meta.commit}${meta.dirty ? ', with uncommitted changes' : ''}), ` +
+    `${Object.entries(meta.versions).map(([k, v]) => `${k} ${v}`).join(', ')}. Every figure below was measured in this one run ` +
+    `(${meta.seconds.toFixed(0)} s)${meta.quick ? '. **This is a --quick run: fewer calls, fewer clients, shorter phases; the figures only show that the benchmark runs**' : ''}. ` +
+    `The raw figures are in \`results/*.json\`.\n\n`;
+  if (meta.mixed) md += `> Note: the sections come from different runs (${meta.mixed}).\n\n`;
+  md += `## Targets (issue 7)\n\n` + mdTable(['area', 'target', 'measured', 'met'], verdicts.map((v) => [v.area, v.target, v.measured, v.met ? 'yes' : '**no**'])) + '\n\n';
+  if (proposals) md += proposals + '\n\n';
+  const s = summary(res);
+  md += `## Summary\n\n` + mdTable(s.head, s.rows) + '\n\n';
+  if (res.size) md += sizeSection(res, charts);
+  if (res.startup) md += startupSection(res, charts);
+  if (res.overhead) md += overheadSection(res, charts);
+  if (res.storm) md += stormSection(res, charts, anchorsSection(res.storm));
+  if (res.memory) md += memorySection(res);
+  for (const [name, svg] of Object.entries(charts)) writeFileSync(join(chartsDir, name), svg);
+  md = md.replace(/\]\(([\w.-]+\.svg)\)/g, (_, f) => `](${chartsRel}${f})`).replace('](../../shared/BENCHMARKS.md)', `](${benchmarksLink})`);
+  writeFileSync(mdPath, md.replace(/\n{3,}/g, '\n\n'));
+  return { verdicts, summary: s };
+}

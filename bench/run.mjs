@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory] [-- --report-only]
+//
+// Runs every benchmark side by side with raw fetch, ky and cockatiel (and
+// ofetch/axios for size and start-up), writes results/*.json, RESULTS.md with
+// SVG charts, and prints a summary table. The full run writes bench/RESULTS.md
+// and bench/results/; --quick (CI: fewer calls, fewer clients, shorter phases)
+// writes bench/results/quick/ so it never replaces the full figures.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { benchDir, resultsDir, root } from './lib.mjs';
+import { measureSizes, twiggyBreakdown } from './size.mjs';
+import { runStartup } from './startup.mjs';
+import { runOverhead } from './overhead.mjs';
+import { runStorm } from './storm.mjs';
+import { runMemory } from './memory.mjs';
+import { writeReport } from './report.mjs';
+import { proposalsSection } from './proposals.mjs';
+
+const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory'];
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const onlyArg = args.find((a) => a.startsWith('--only='));
+// --report-only: rewrite RESULTS.md from the last results/*.json without measuring anything
+const only = args.includes('--report-only') ? [] : onlyArg ? onlyArg.slice('--only='.length).split(',') : SECTIONS;
+for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS.join(', ')}`);
+
+const outDir = quick ? join(resultsDir, 'quick') : resultsDir;
+mkdirSync(outDir, { recursive: true });
+const t0 = performance.now();
+const log = (...a) => console.log(...a);
+
+function tryRun(cmd, argv) {
+  try {
+    return execFileSync(cmd, argv, { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  } catch {
+    return null;
+  }
+}
+const version = (name) => JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
+
+if (!existsSync(join(root, 'pkg/node.js')) || !existsSync(join(root, 'pkg/stormguard_bg.wasm'))) {
+  throw new Error('pkg/ is not built: run `node scripts/build.mjs` (npm run bench does it first)');
+}
+
+const meta = {
+  quick,
+  date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  cpu: os.cpus()[0]?.model ?? 'unknown CPU',
+  cores: os.cpus().length,
+  os: existsSync('/etc/debian_version') ? `Debian ${readFileSync('/etc/debian_version', 'utf8').trim()}` : `${os.type()} ${os.release()}`,
+  node: process.version,
+  chromium: tryRun('/usr/bin/chromium', ['--version'])?.replace(/^Chromium\s+/, '').split(' ')[0] ?? null,
+  stormguard: JSON.parse(readFileSync(join(root, 'pkg/package.json'), 'utf8')).version,
+  commit: tryRun('git', ['rev-parse', '--short', 'HEAD']) ?? 'unknown',
+  dirty: Boolean(tryRun('git', ['status', '--porcelain', '--', 'src', 'pkg-template', 'Cargo.toml'])),
+  versions: { ky: version('ky'), cockatiel: version('cockatiel'), ofetch: version('ofetch'), axios: version('axios'), esbuild: version('esbuild') },
+  sections: {},
+};
+
+const res = { meta };
+const save = (name, value) => {
+  res[name] = value;
+  writeFileSync(join(outDir, `${name}.json`), JSON.stringify(value, null, 1) + '\n');
+};
+const timed = async (name, fn) => {
+  const t = performance.now();
+  const value = await fn();
+  meta.sections[name] = { date: meta.date, seconds: (performance.now() - t) / 1000 };
+  log(`[bench] ${name} took ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  return value;
+};
+
+log(`[bench] ${quick ? 'quick' : 'full'} run: ${only.join(', ')} -> ${outDir.replace(root + '/', '')}`);
+if (only.includes('size')) {
+  save('size', await timed('size', () => measureSizes({ log })));
+  save('twiggy', await timed('twiggy', () => twiggyBreakdown({ quick, log })));
+}
+if (only.includes('startup')) save('startup', await timed('startup', () => runStartup({ quick, log })));
+if (only.includes('overhead')) save('overhead', await timed('overhead', () => runOverhead({ quick, log })));
+if (only.includes('storm')) save('storm', await timed('storm', () => runStorm({ quick, log })));
+if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
+
+// sections not run this time come from the previous run's JSON, and the report says so
+const loaded = [];
+for (const f of existsSync(outDir) ? readdirSync(outDir) : []) {
+  const name = f.replace(/\.json$/, '');
+  if (!f.endsWith('.json') || name === 'meta' || res[name] || !['size', 'twiggy', ...SECTIONS].includes(name)) continue;
+  res[name] = JSON.parse(readFileSync(join(outDir, f), 'utf8'));
+  loaded.push(name);
+}
+if (only.length === 0 && existsSync(join(outDir, 'meta.json'))) {
+  Object.assign(meta, JSON.parse(readFileSync(join(outDir, 'meta.json'), 'utf8')));
+} else {
+  if (loaded.length) meta.mixed = `${loaded.join(', ')} from an earlier run`;
+  meta.seconds = (performance.now() - t0) / 1000;
+  writeFileSync(join(outDir, 'meta.json'), JSON.stringify(meta, null, 1) + '\n');
+}
+
+const { verdicts, summary } = writeReport(res, {
+  mdPath: quick ? join(outDir, 'RESULTS.md') : join(benchDir, 'RESULTS.md'),
+  chartsDir: outDir,
+  chartsRel: quick ? '' : 'results/',
+  benchmarksLink: quick ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
+  proposals: proposalsSection(res),
+});
+
+log('\n' + summary.text + '\n');
+for (const v of verdicts) log(`${v.met ? 'met    ' : 'NOT MET'}  ${v.target}: ${v.measured}`);
+log(`\n[bench] ${quick ? 'quick' : 'full'} run took ${meta.seconds.toFixed(0)} s; report: ${(quick ? join(outDir, 'RESULTS.md') : join(benchDir, 'RESULTS.md')).replace(root + '/', '')}`);

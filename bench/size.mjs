@@ -1,0 +1,172 @@
+// Size as an app ships it: each library bundled by esbuild from an entry that
+// imports what the benchmark's strategy uses (--bundle --minify --format=esm,
+// browser platform), plus stormguard's .wasm beside its bundle. Raw, gzip -9
+// and brotli -q 11, each file compressed on its own as a server would.
+// Then a twiggy breakdown of stormguard's wasm with names kept.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { benchDir, buildDir, root } from './lib.mjs';
+
+export const SIZE_ENTRIES = {
+  stormguard: `export { createClient, isStormguardError, HttpError, TimeoutError, CircuitOpenError } from '../../pkg/index.js';`,
+  ky: `export { default } from 'ky';`,
+  cockatiel:
+    `export { retry, circuitBreaker, wrap, handleAll, ExponentialBackoff, ConsecutiveBreaker, timeout, TimeoutStrategy } from 'cockatiel';`,
+  ofetch: `export { ofetch } from 'ofetch';`,
+  axios: `export { default } from 'axios';`,
+};
+
+const sizes = (buf) => ({
+  raw: buf.length,
+  gzip: gzipSync(buf, { level: 9 }).length,
+  brotli: brotliCompressSync(buf, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }).length,
+});
+const add = (a, b) => ({ raw: a.raw + b.raw, gzip: a.gzip + b.gzip, brotli: a.brotli + b.brotli });
+
+/** esbuild bundle of one entry source; returns the minified code. */
+export async function bundle(source, { minify = true, globalName } = {}) {
+  const esbuild = await import('esbuild');
+  const out = await esbuild.build({
+    stdin: { contents: source, resolveDir: buildDir, sourcefile: 'entry.mjs', loader: 'js' },
+    bundle: true,
+    minify,
+    format: globalName ? 'iife' : 'esm',
+    globalName,
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    logLevel: 'silent',
+  });
+  return Buffer.from(out.outputFiles[0].contents);
+}
+
+async function versionOf(name) {
+  if (name === 'stormguard') return JSON.parse(readFileSync(join(root, 'pkg/package.json'), 'utf8')).version;
+  return JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
+}
+
+export const bundlesDir = join(buildDir, 'size');
+
+/**
+ * Writes bench/.build/size/<name>.min.js for every library (and stormguard_bg.wasm beside
+ * stormguard's bundle, where its `new URL('stormguard_bg.wasm', import.meta.url)` finds it).
+ * The browser benchmarks load these same files.
+ */
+export async function buildBundles() {
+  mkdirSync(bundlesDir, { recursive: true });
+  const out = {};
+  for (const [name, entry] of Object.entries(SIZE_ENTRIES)) {
+    if (name === 'stormguard' && !existsSync(join(root, 'pkg/stormguard_bg.wasm'))) continue;
+    const js = await bundle(entry);
+    writeFileSync(join(bundlesDir, `${name}.min.js`), js);
+    out[name] = js;
+  }
+  if (out.stormguard) copyFileSync(join(root, 'pkg/stormguard_bg.wasm'), join(bundlesDir, 'stormguard_bg.wasm'));
+  return out;
+}
+
+export async function measureSizes({ log = console.log } = {}) {
+  const bundles = await buildBundles();
+  const libs = [];
+  for (const [name, js] of Object.entries(bundles)) {
+    const parts = { js: sizes(js) };
+    let total = parts.js;
+    if (name === 'stormguard') {
+      parts.wasm = sizes(readFileSync(join(root, 'pkg/stormguard_bg.wasm')));
+      total = add(total, parts.wasm);
+    }
+    libs.push({ name, version: await versionOf(name), entry: SIZE_ENTRIES[name], parts, total });
+  }
+  for (const l of libs) log(`[size] ${l.name.padEnd(10)} ${(l.total.raw / 1024).toFixed(1)} KB raw, ${(l.total.gzip / 1024).toFixed(1)} KB gzip, ${(l.total.brotli / 1024).toFixed(1)} KB brotli`);
+  return { libs, targetGzipBytes: 30 * 1024 };
+}
+
+// ---- twiggy
+
+function has(cmd) {
+  try {
+    execFileSync(cmd, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const NOT_SHIPPED = 'names, custom sections (not shipped)';
+
+/** What an item of the wasm belongs to: its crate, or a part of the module's structure. */
+function crateOf(name) {
+  if (/names" subsection|^custom section/.test(name)) return NOT_SHIPPED;
+  if (/shim|^__wbg|^__wbindgen|^client_|^__externref|^closure\d/.test(name)) return 'wasm-bindgen exports and shims';
+  if (name.startsWith('data segment')) return 'data (.rodata)';
+  if (name.startsWith('import ')) return 'imports (JS functions)';
+  if (/^(export |type\[|elem\[|table\[|memory\[|global\[|wasm magic|code section|data section|start )/.test(name)) {
+    return 'module structure (types, tables, exports)';
+  }
+  if (/^code\[\d+\]$/.test(name)) return 'unnamed functions';
+  const m = /([A-Za-z_][A-Za-z0-9_]*)(?:\[[0-9a-f]+\])?::/.exec(name);
+  const c = m ? m[1] : /^<(str|\[T\])>/.test(name) ? 'core' : name.replace(/\W.*$/, '');
+  if (['core', 'alloc', 'std', '__rustc', 'dlmalloc', 'compiler_builtins', 'hashbrown', 'memcmp', 'memcpy', 'memset', 'memmove', 'fmin', 'fmax'].includes(c)) {
+    return 'Rust std (core, alloc, dlmalloc, hashbrown)';
+  }
+  if (c === 'stormguard') {
+    const sub = /stormguard(?:\[[0-9a-f]+\])?::(\w+)/.exec(name);
+    return sub ? `stormguard::${sub[1]}` : 'stormguard';
+  }
+  if (['wasm_bindgen', 'js_sys', 'web_sys', 'wasm_bindgen_futures', 'gloo_timers', 'getrandom'].includes(c)) return c;
+  return 'other';
+}
+
+/**
+ * twiggy over the same build as pkg/ (cargo release build, wasm-bindgen, wasm-opt -Oz) but with
+ * the name section kept (wasm-opt -g), so function sizes are those that ship.
+ */
+export async function twiggyBreakdown({ quick, log = console.log } = {}) {
+  if (!has('twiggy')) {
+    if (quick) {
+      log('[size] twiggy is not installed: the twiggy table is skipped in --quick (the full run installs it)');
+      return { skipped: 'twiggy not installed (--quick does not install it)' };
+    }
+    log('[size] installing twiggy (cargo install twiggy, a few minutes, once)');
+    execFileSync('cargo', ['install', 'twiggy'], { stdio: 'inherit' });
+  }
+  const dir = join(buildDir, 'twiggy');
+  mkdirSync(dir, { recursive: true });
+  const run = (cmd, args, env) => execFileSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+
+  // the release build pkg/ is made from (a no-op when it is fresh); names are in it unless stripped
+  let src = join(root, 'target/wasm32-unknown-unknown/release/stormguard.wasm');
+  run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', '--quiet']);
+  const hasNames = (file) => run('twiggy', ['top', '-n', '100', file]).toString().includes('"function names" subsection');
+  if (!hasNames(src)) {
+    log('[size] the release wasm has no names: building one with strip off into bench/.target');
+    run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', '--quiet', '--target-dir', join(benchDir, '.target')],
+      { CARGO_PROFILE_RELEASE_STRIP: 'false', CARGO_PROFILE_RELEASE_DEBUG: 'false' });
+    src = join(benchDir, '.target/wasm32-unknown-unknown/release/stormguard.wasm');
+  }
+  run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', dir, '--out-name', 'named', src]);
+  const named = join(dir, 'named.wasm');
+  run(join(root, 'node_modules/.bin/wasm-opt'), [
+    '-Oz', '-g', '--strip-dwarf', '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
+    '--enable-reference-types', '--enable-multivalue', '--enable-mutable-globals', join(dir, 'named_bg.wasm'), '-o', named,
+  ]);
+  const rows = JSON.parse(run('twiggy', ['top', '-n', '100000', '--format', 'json', named]).toString());
+  const items = rows.filter((r) => !/^(\.\.\.|Σ)/.test(r.name)).map((r) => ({ name: r.name, bytes: r.shallow_size }));
+  const names = items.filter((r) => crateOf(r.name) === NOT_SHIPPED).reduce((s, r) => s + r.bytes, 0);
+  const code = items.filter((r) => crateOf(r.name) !== NOT_SHIPPED);
+  const shipped = code.reduce((s, r) => s + r.bytes, 0);
+  const byCrate = {};
+  for (const r of code) byCrate[crateOf(r.name)] = (byCrate[crateOf(r.name)] ?? 0) + r.bytes;
+  const shortName = (n) => n.replace(/::h[0-9a-f]{16}$/, '').replace(/\[[0-9a-f]{16}\]/g, '');
+  return {
+    version: run('twiggy', ['--version']).toString().trim().replace(/^twiggy(-opt)?\s*/, ''),
+    source: src.replace(root + '/', ''),
+    namedWasmBytes: existsSync(named) ? readFileSync(named).length : null,
+    nameSectionBytes: names,
+    itemsBytes: shipped,
+    top: code.slice(0, 20).map((r) => ({ name: shortName(r.name), bytes: r.bytes, share: r.bytes / shipped })),
+    byCrate: Object.entries(byCrate).sort((a, b) => b[1] - a[1]).map(([crate, bytes]) => ({ crate, bytes, share: bytes / shipped })),
+  };
+}

@@ -1,0 +1,232 @@
+// One storm run: the load generator for one strategy against one fault server
+// (its own process, see server-proc.mjs). Started by storm.mjs with the run's
+// config as JSON in argv[2]; reports { type: 'ready' } and later
+// { type: 'result', ... } over IPC, then exits.
+//
+// Open loop: `clients` logical clients, each one strategy instance (one
+// stormguard client, one cockatiel policy, ... per logical client, as each is
+// a browser in reality), each firing one call every `periodMs` from a random
+// phase whether or not its previous call is still running.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { makeStrategies } from './strategies.mjs';
+import { analyzeStorm } from './storm-metrics.mjs';
+
+const cfg = JSON.parse(process.argv[2]);
+// cockatiel adds an abort listener per call to one shared signal; with hundreds of policies that
+// trips Node's listener-leak warning (harmless here: the listeners are removed as calls end)
+process.removeAllListeners('warning');
+process.on('warning', (w) => {
+  if (w.name !== 'MaxListenersExceededWarning') process.stderr.write(`${w.stack || w}\n`);
+});
+const base = cfg.url;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---- every attempt of every strategy goes through the global fetch; count them per logical client
+const realFetch = globalThis.fetch;
+const inflight = new Int32Array(cfg.clients);
+const maxInflight = new Int32Array(cfg.clients);
+let attemptsSent = 0;
+const CLIENT_RE = /[?&]c=(\d+)/;
+globalThis.fetch = function countingFetch(input, init) {
+  const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+  const m = CLIENT_RE.exec(url);
+  if (!m) return realFetch(input, init);
+  const i = Number(m[1]);
+  attemptsSent++;
+  if (++inflight[i] > maxInflight[i]) maxInflight[i] = inflight[i];
+  const done = () => {
+    inflight[i]--;
+  };
+  const p = realFetch(input, init);
+  p.then(done, done);
+  return p;
+};
+
+async function control(path, body) {
+  const res = await realFetch(`${base}${path}`, body === undefined ? {} : {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Server clock minus this process's performance.now(), from the fastest of a few round trips. */
+async function clockOffset() {
+  let best = { rtt: Infinity, offset: 0 };
+  for (let i = 0; i < 7; i++) {
+    const a = performance.now();
+    const { now } = await control('/_time');
+    const b = performance.now();
+    if (b - a < best.rtt) best = { rtt: b - a, offset: now - (a + b) / 2 };
+  }
+  return best.offset;
+}
+
+async function loadLibs() {
+  const libs = {};
+  if (cfg.strategy === 'ky') libs.ky = (await import('ky')).default;
+  if (cfg.strategy === 'cockatiel') libs.cockatiel = await import('cockatiel');
+  if (cfg.strategy === 'stormguard') libs.createClient = (await import('../pkg/node.js')).createClient;
+  return libs;
+}
+
+let t0 = Infinity;
+const now = () => performance.now() - t0;
+
+/** When stormguard's per-client breakers opened, and how many were not closed when the fault ended. */
+function breakerSummary(transitions, faultStart, faultEnd) {
+  const firstOpen = [];
+  let openAtEnd = 0;
+  for (const list of transitions) {
+    const first = list.find(([t, to]) => to === 'open' && t >= faultStart && t < faultEnd);
+    if (first) firstOpen.push(first[0] - faultStart);
+    const last = list.filter(([t]) => t < faultEnd).pop();
+    if (last && last[1] !== 'closed') openAtEnd++;
+  }
+  firstOpen.sort((a, b) => a - b);
+  return {
+    clientsOpenedInFault: firstOpen.length / transitions.length,
+    firstOpenMedianMs: firstOpen.length ? firstOpen[Math.floor(firstOpen.length / 2)] : null,
+    notClosedAtFaultEnd: openAtEnd / transitions.length,
+  };
+}
+
+async function run() {
+  const factories = makeStrategies(await loadLibs());
+  const make = factories[cfg.strategy];
+  if (!make) throw new Error(`unknown strategy ${cfg.strategy}`);
+  const clients = [];
+  for (let i = 0; i < cfg.clients; i++) clients.push(await make(cfg.strategyOptions ?? {}));
+  // stormguard's breaker transitions per client: [ms since t0, to]
+  const transitions = clients.map(() => []);
+  if (cfg.strategy === 'stormguard') {
+    clients.forEach((c, i) => c.client.on('breaker', (e) => transitions[i].push([now(), e.to])));
+  }
+
+  await control('/_reset', {});
+  await control('/_capacity', { defaults: true, resetCounters: true, ...cfg.capacity, mode: 'normal' });
+  const offset = await clockOffset();
+  process.send({ type: 'ready' });
+  await new Promise((resolve) => process.once('message', resolve)); // 'go': every run of a batch starts together
+  const cpuGo = process.cpuUsage();
+
+  const { clients: n, periodMs, warmupMs, faultMs, recoveryMs } = cfg;
+  const total = warmupMs + faultMs + recoveryMs;
+  const calls = []; // [client, start, end, ok, error name]
+  let pending = 0;
+  let settledAll = null;
+  t0 = performance.now() + 100;
+
+  function fire(i) {
+    const rec = [i, now(), NaN, false, ''];
+    calls.push(rec);
+    pending++;
+    clients[i].call(`${base}/capacity?id=storm&c=${i}`).then(
+      () => {
+        rec[2] = now();
+        rec[3] = true;
+      },
+      (e) => {
+        rec[2] = now();
+        rec[4] = (e && (e.name || e.code)) || 'Error';
+      },
+    ).finally(() => {
+      if (--pending === 0 && settledAll) settledAll();
+    });
+  }
+  // one timer chain per client, at absolute times phase + k * period
+  for (let i = 0; i < n; i++) {
+    const phase = Math.random() * periodMs;
+    let k = 0;
+    const tick = () => {
+      fire(i);
+      k++;
+      const next = phase + k * periodMs;
+      if (next < total) setTimeout(tick, Math.max(0, next - now()));
+    };
+    setTimeout(tick, Math.max(0, phase - now()));
+  }
+
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  await sleep(Math.max(0, t0 - performance.now()));
+  loop.enable();
+  const cpu0 = process.cpuUsage();
+
+  // the fault, switched on the server; its window is taken at the midpoint of each control round trip
+  await sleep(Math.max(0, warmupMs - now()));
+  const fault = cfg.fault === 'outage'
+    ? { mode: 'outage' }
+    : { mode: 'brownout', factor: cfg.factor ?? 0.3 };
+  let a = now();
+  await control('/_capacity', fault);
+  const faultStart = (a + now()) / 2;
+  await sleep(Math.max(0, faultStart + faultMs - now()));
+  a = now();
+  await control('/_capacity', { mode: 'normal' });
+  const faultEnd = (a + now()) / 2;
+  await sleep(Math.max(0, total - now()));
+  const runEnd = now();
+  const cpu = process.cpuUsage(cpu0);
+  loop.disable();
+
+  // let the calls still running finish (the drain cap counts the rest as failed)
+  if (pending > 0) {
+    await Promise.race([new Promise((r) => (settledAll = r)), sleep(cfg.drainMs)]);
+  }
+  const unsettled = pending;
+  const cap = await control('/_capacity');
+  const log = await control('/_log?id=storm');
+  const toLocal = (t) => t - offset - t0; // server clock -> ms since t0
+  const arrivals = Float64Array.from(log.filter((e) => !e.preflight).map((e) => toLocal(e.t)));
+
+  let stats = null;
+  if (cfg.strategy === 'stormguard') {
+    stats = { requests: 0, attempts: 0, retries: 0, timeouts: 0, failures: 0, breakerOpens: 0, budgetDenied: 0, queueRejected: 0, deduped: 0 };
+    for (const c of clients) {
+      const s = c.stats();
+      for (const k of Object.keys(stats)) stats[k] += s[k];
+    }
+  }
+  for (const c of clients) c.close();
+
+  const errors = {};
+  for (const c of calls) if (!c[3]) errors[c[4] || 'unsettled'] = (errors[c[4] || 'unsettled'] ?? 0) + 1;
+  const rejectedAfterFault = calls.filter((c) => c[1] >= faultEnd && c[4] === 'CircuitOpenError').length;
+  const breaker = cfg.strategy === 'stormguard' ? { ...breakerSummary(transitions, faultStart, faultEnd), rejectedAfterFault } : null;
+  const metrics = analyzeStorm({
+    calls, arrivals, faultStart, faultEnd, runEnd, deadlineMs: cfg.deadlineMs,
+  });
+  const cpuSinceGo = process.cpuUsage(cpuGo);
+  return {
+    ...metrics,
+    maxInflightPerClient: Math.max(...maxInflight),
+    meanMaxInflightPerClient: maxInflight.reduce((s, v) => s + v, 0) / n,
+    attemptsSent,
+    serverArrivals: arrivals.length,
+    serverCounters: {
+      arrivals: cap.arrivals, served: cap.served, rejected504: cap.rejected504, rejected503: cap.rejected503,
+      resets: cap.resets, clientGone: cap.clientGone, shed: cap.shed, completed: cap.completed, wasted: cap.wasted,
+    },
+    errors,
+    unsettled,
+    libStats: stats,
+    breaker,
+    loadGen: {
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      cpuSinceGoMs: (cpuSinceGo.user + cpuSinceGo.system) / 1000,
+      wallMs: runEnd,
+      cpuShare: (cpu.user + cpu.system) / 1000 / runEnd,
+      loopDelayP99Ms: loop.percentile(99) / 1e6 - 10, // lag beyond the 10 ms sampling interval
+      loopDelayMaxMs: loop.max / 1e6 - 10,
+    },
+  };
+}
+
+try {
+  const result = await run();
+  process.send({ type: 'result', result }, () => process.exit(0));
+} catch (e) {
+  process.send({ type: 'result', error: String(e && e.stack || e) }, () => process.exit(1));
+}
