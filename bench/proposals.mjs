@@ -9,7 +9,7 @@ const rec = (r) => (r.recoveryMs === null ? 'never' : `${(r.recoveryMs / 1000).t
 
 function stormPart(res) {
   const S = res.storm;
-  const names = ['none', 'cockatiel', 'stormguard', 'stormguard-minRetries1', 'stormguard-proposed'];
+  const names = ['none', 'cockatiel', 'stormguard', 'stormguard-minRetries1', 'stormguard-proposed', 'stormguard-adaptive'];
   if (!S.runs.some((r) => r.strategy === 'stormguard-proposed')) {
     return 'The storm variants that measure what each default costs run in the full run only (not in --quick).\n';
   }

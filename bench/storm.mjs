@@ -31,7 +31,7 @@ export function stormConfig(quick) {
 export function defaultGroups(quick) {
   return quick
     ? [STORM_STRATEGIES]
-    : [['stormguard', 'stormguard-proposed', 'none', 'cockatiel'], ['naive', 'ky', 'stormguard-minRetries1']];
+    : [['stormguard', 'stormguard-proposed', 'none', 'cockatiel'], ['naive', 'ky', 'stormguard-minRetries1', 'stormguard-adaptive']];
 }
 
 /** A strategy name, or `label=stormguard{json options}` for a stormguard variant. */
@@ -56,6 +56,8 @@ export const VARIANTS = {
     retry: { baseDelayMs: 1000 },
     breaker: { consecutiveFailures: 3, openMs: 2000, maxOpenMs: 2000 },
   },
+  // adaptive client-side throttling (issue 9) instead of the binary breaker, other defaults kept
+  'stormguard-adaptive': { breaker: { mode: 'adaptive' } },
 };
 
 async function startRun(strategy, scenario, base) {

@@ -12,6 +12,7 @@ export const COLORS = {
   axios: '#8c564b',
   'stormguard-bare': '#9ecae1',
   'stormguard-proposed': '#17becf',
+  'stormguard-adaptive': '#bcbd22',
   'stormguard-minRetries1': '#bcbd22',
 };
 const PALETTE = ['#1f77b4', '#17becf', '#bcbd22', '#e377c2', '#2ca02c', '#8c564b'];

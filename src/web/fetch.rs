@@ -110,7 +110,13 @@ pub async fn attempt(base: &Request, mode: Mode, cancel: &Cancel, timeout_ms: f6
 async fn run(base: &Request, mode: Mode, ctl: &AbortController) -> Result<AttemptEnd, JsValue> {
     let init = RequestInit::new();
     init.set_signal(Some(&ctl.signal()));
-    let req = Request::new_with_request_and_init(&base.clone()?, &init)?;
+    // A body can be read once, so a request with one is cloned per attempt;
+    // without one the base request serves every attempt as it is.
+    let req = if base.body().is_some() {
+        Request::new_with_request_and_init(&base.clone()?, &init)?
+    } else {
+        Request::new_with_request_and_init(base, &init)?
+    };
     let resp: Response = JsFuture::from(global_fetch(&req)).await?.unchecked_into();
     let status = resp.status();
     if !(200..300).contains(&status) {
