@@ -110,12 +110,15 @@ pub async fn attempt(base: &Request, mode: Mode, cancel: &Cancel, timeout_ms: f6
 async fn run(base: &Request, mode: Mode, ctl: &AbortController) -> Result<AttemptEnd, JsValue> {
     let init = RequestInit::new();
     init.set_signal(Some(&ctl.signal()));
-    // A body can be read once, so a request with one is cloned per attempt;
-    // without one the base request serves every attempt as it is.
-    let req = if base.body().is_some() {
-        Request::new_with_request_and_init(&base.clone()?, &init)?
-    } else {
+    // A body can be read once, so a request that may have one is cloned per
+    // attempt; GET and HEAD cannot, and their base request serves every
+    // attempt as it is. (Not `Request.body`: Firefox does not implement it,
+    // and a POST sent from the base itself left nothing for its retry.)
+    let method = base.method();
+    let req = if method == "GET" || method == "HEAD" {
         Request::new_with_request_and_init(base, &init)?
+    } else {
+        Request::new_with_request_and_init(&base.clone()?, &init)?
     };
     let resp: Response = JsFuture::from(global_fetch(&req)).await?.unchecked_into();
     let status = resp.status();
