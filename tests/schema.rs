@@ -19,42 +19,10 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
 
+mod common;
+use common::*;
+
 wasm_bindgen_test_configure!(run_in_browser);
-
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_name = fetch)]
-    fn plain_fetch(url: &str) -> js_sys::Promise;
-    #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout(f: &Function, ms: i32) -> JsValue;
-    #[wasm_bindgen(js_namespace = JSON, js_name = parse)]
-    fn json_parse(s: &str) -> JsValue;
-}
-
-fn fault() -> &'static str {
-    match option_env!("STORMGUARD_FAULT_URL") {
-        Some(u) => u,
-        None => panic!("STORMGUARD_FAULT_URL is set by `npm test` (scripts/test.sh)"),
-    }
-}
-
-/// A test id unique per run, so reruns never read an old log or entry.
-fn test_id(name: &str) -> String {
-    format!("{name}-{}", js_sys::Date::now())
-}
-
-fn url(path: &str, id: &str) -> String {
-    let sep = if path.contains('?') { '&' } else { '?' };
-    format!("{}{path}{sep}id={id}", fault())
-}
-
-fn obj(json: &str) -> JsValue {
-    json_parse(json)
-}
-
-fn get(v: &JsValue, k: &str) -> JsValue {
-    Reflect::get(v, &JsValue::from_str(k)).unwrap()
-}
 
 fn set(o: &JsValue, k: &str, v: &JsValue) {
     Reflect::set(o, &JsValue::from_str(k), v).unwrap();
@@ -64,36 +32,8 @@ fn text(v: &JsValue, k: &str) -> String {
     get(v, k).as_string().unwrap_or_default()
 }
 
-fn num(v: &JsValue, k: &str) -> f64 {
-    get(v, k).as_f64().unwrap_or(f64::NAN)
-}
-
-fn stat(client: &Client, k: &str) -> f64 {
-    num(&client.stats(), k)
-}
-
 fn js(args: &str, body: &str) -> Function {
     Function::new_with_args(args, body)
-}
-
-async fn sleep(ms: i32) {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        set_timeout(&resolve, ms);
-    });
-    JsFuture::from(p).await.unwrap();
-}
-
-/// The fault server's log of every request it received for `id`.
-async fn server_log(id: &str) -> Array {
-    let resp: web_sys::Response = JsFuture::from(plain_fetch(&format!("{}/_log?id={id}", fault())))
-        .await
-        .unwrap()
-        .unchecked_into();
-    let log = JsFuture::from(resp.json().unwrap()).await.unwrap();
-    Array::from(&log)
-        .iter()
-        .filter(|e| !get(e, "preflight").is_truthy())
-        .collect()
 }
 
 fn ls_get(key: &str) -> Option<String> {
