@@ -2,8 +2,25 @@
 // error classes and a thin Client over the wasm one. Policy, state and the
 // network all live in wasm; this file only turns the engine's error
 // descriptors into class instances and guards the client after close().
+// It also holds anySignal, which the React and Vue hooks share.
 
 const BRAND = Symbol.for('stormguard.error');
+
+/** An AbortSignal that aborts when any of `signals` does (AbortSignal.any where it exists). */
+export function anySignal(signals) {
+  const list = signals.filter(Boolean);
+  if (list.length === 1) return list[0];
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(list);
+  const c = new AbortController();
+  for (const s of list) {
+    if (s.aborted) {
+      c.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => c.abort(s.reason), { once: true });
+  }
+  return c.signal;
+}
 
 export class StormguardError extends Error {
   constructor(message, fields) {

@@ -1,24 +1,9 @@
 // stormguard/react: useSchema, a React 18/19 hook over client.schema().
 // Plain ESM with React as its only import (an optional peer dependency).
 import * as React from 'react';
+import { anySignal } from './core.js';
 
 const IDLE = { data: undefined, source: undefined, stale: false, ageMs: undefined, error: undefined };
-
-/** An AbortSignal that aborts when any of `signals` does (AbortSignal.any where it exists). */
-function anySignal(signals) {
-  const list = signals.filter(Boolean);
-  if (list.length === 1) return list[0];
-  if (typeof AbortSignal.any === 'function') return AbortSignal.any(list);
-  const c = new AbortController();
-  for (const s of list) {
-    if (s.aborted) {
-      c.abort(s.reason);
-      break;
-    }
-    s.addEventListener('abort', () => c.abort(s.reason), { once: true });
-  }
-  return c.signal;
-}
 
 /**
  * `useSchema(client, url, options?)`: `client` is a Client or the Promise that

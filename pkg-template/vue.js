@@ -1,22 +1,7 @@
 // stormguard/vue: useSchema, a Vue 3 composable over client.schema().
 // Plain ESM with Vue as its only import (an optional peer dependency).
 import { getCurrentScope, onScopeDispose, shallowRef, unref, watch } from 'vue';
-
-/** An AbortSignal that aborts when any of `signals` does (AbortSignal.any where it exists). */
-function anySignal(signals) {
-  const list = signals.filter(Boolean);
-  if (list.length === 1) return list[0];
-  if (typeof AbortSignal.any === 'function') return AbortSignal.any(list);
-  const c = new AbortController();
-  for (const s of list) {
-    if (s.aborted) {
-      c.abort(s.reason);
-      break;
-    }
-    s.addEventListener('abort', () => c.abort(s.reason), { once: true });
-  }
-  return c.signal;
-}
+import { anySignal } from './core.js';
 
 /** A value, a ref or a getter, read now. */
 const read = (v) => (typeof v === 'function' ? v() : unref(v));
