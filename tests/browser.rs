@@ -89,6 +89,18 @@ async fn invalid_options_name_the_option() {
     assert_eq!(get(&err, "option").as_string().unwrap(), "url");
     let message = get(&err, "message").as_string().unwrap();
     assert!(!message.contains("secret"), "{message}");
+    // Refused before anything is sent, whether or not the call has a body.
+    for options in [
+        r#"{"method": "trace"}"#,
+        r#"{"method": "CONNECT", "body": "x"}"#,
+        r#"{"body": "a GET has no body"}"#,
+    ] {
+        let err = request(&client, "http://127.0.0.1:1/", options)
+            .await
+            .unwrap_err();
+        assert_eq!(name(&err), "OptionsError", "{options}");
+    }
+    assert_eq!(stat(&client, "attempts"), 0.0);
 }
 
 fn now() -> f64 {

@@ -15,7 +15,7 @@ use super::convert::Obj;
 use super::crosstab::CrossTab;
 use super::engine::{Call, Engine, Listener};
 use super::errors::CallError;
-use super::fetch::{Mode, ResponseType};
+use super::fetch::{Mode, ResponseType, Target};
 use super::host::{assign, entries, instance_of, location_href, now_ms, prototype_of, uuid_v4};
 use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
 use super::schema;
@@ -277,20 +277,36 @@ impl Client {
                 .map_err(|_| opt_err("headers", "holds an invalid header name or value"))?;
         }
         let init = RequestInit::new();
-        if let Some(body) = r.value("body").map_err(CallError::options)? {
-            if !body.is_null() {
-                init.set_body(&encode_body(&body, &headers)?);
-            }
-        }
         init.set_method(&method);
         init.set_headers(&headers);
         let href = url.href();
-        let request = Request::new_with_str_and_init(&href, &init)
-            .map_err(|_| opt_err("body", "cannot be sent with this method"))?;
-        let (mut call, signal) = self.call(&url, request, Mode::Request(response_type), common);
-        if self.engine.cfg.dedupe && (method == "GET" || method == "HEAD") {
-            let headers = call.request.headers();
-            call.dedupe_key = Some(dedupe_key(&method, &url, &headers, response_type));
+        let body = r.value("body").map_err(CallError::options)?;
+        let target = match body.filter(|b| !b.is_null()) {
+            // Nothing to validate that the checks above have not: fetch(url, init).
+            None => Target::Url {
+                url: JsValue::from_str(&href),
+                init,
+                headers,
+            },
+            Some(body) => {
+                init.set_body(&encode_body(&body, &headers)?);
+                let request = Request::new_with_str_and_init(&href, &init)
+                    .map_err(|_| opt_err("body", "cannot be sent with this method"))?;
+                Target::request(request)
+            }
+        };
+        let plain_get = self.headers.is_empty() && call_headers.is_empty();
+        let (mut call, signal) = self.call(
+            &url,
+            href,
+            method,
+            target,
+            Mode::Request(response_type),
+            common,
+        );
+        if self.engine.cfg.dedupe && (call.method == "GET" || call.method == "HEAD") {
+            let headers = (!plain_get || call.has_key).then(|| call.target.headers());
+            call.dedupe_key = Some(dedupe_key(&call.method, &call.url, headers, response_type));
         }
         Ok((call, signal))
     }
@@ -330,30 +346,39 @@ impl Client {
                 let _ = headers.set(k, v);
             }
         }
-        Ok(self.call(&url, request, Mode::Fetch, common))
+        let (href, method) = (url.href(), request.method());
+        Ok(self.call(
+            &url,
+            href,
+            method,
+            Target::request(request),
+            Mode::Fetch,
+            common,
+        ))
     }
 
-    /// The call for a built request: its Idempotency-Key header (the same
-    /// on every attempt, since attempts clone this request) and breaker key.
+    /// The call for a built target: its Idempotency-Key header (the same
+    /// on every attempt) and breaker key.
     fn call(
         &self,
         url: &Url,
-        request: Request,
+        href: String,
+        method: String,
+        target: Target,
         mode: Mode,
         common: Common,
     ) -> (Call, Option<AbortSignal>) {
         if let Some(k) = &common.idem {
-            let _ = request.headers().set("Idempotency-Key", k);
+            let _ = target.headers().set("Idempotency-Key", k);
         }
-        let method = request.method();
         let breaker_key = common
             .breaker_key
             .unwrap_or_else(|| cat(&[&method, " ", &url.origin(), &url.pathname()]));
         let call = Call {
             request_id: self.request_id(),
             method,
-            url: url.href(),
-            request,
+            url: href,
+            target,
             mode,
             cfg: common.cfg,
             has_key: common.idem.is_some(),
@@ -366,10 +391,11 @@ impl Client {
 }
 
 /// Calls are identical when method, absolute URL, headers and response
-/// type all match. `Headers` iterates sorted, lower-cased names.
-fn dedupe_key(method: &str, url: &Url, headers: &Headers, rt: ResponseType) -> String {
-    let mut key = cat(&[method, " ", rt.name(), " ", &url.href()]);
-    if let Ok(Some(entries)) = js_sys::try_iter(headers) {
+/// type all match. `Headers` iterates sorted, lower-cased names; `None`
+/// stands for no headers at all.
+fn dedupe_key(method: &str, href: &str, headers: Option<Headers>, rt: ResponseType) -> String {
+    let mut key = cat(&[method, " ", rt.name(), " ", href]);
+    if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
         for pair in entries.flatten() {
             let pair: Array = pair.unchecked_into();
             key.push('\n');
@@ -397,7 +423,12 @@ fn normalize_method(m: &str) -> Result<String, CallError> {
     if !token {
         return Err(opt_err("method", "is not an HTTP method token"));
     }
-    Ok(m.to_ascii_uppercase())
+    let m = m.to_ascii_uppercase();
+    // The methods fetch refuses to send.
+    if matches!(m.as_str(), "CONNECT" | "TRACE" | "TRACK") {
+        return Err(opt_err("method", "is a method fetch cannot send"));
+    }
+    Ok(m)
 }
 
 fn append_query(url: &Url, query: &JsValue) -> Result<(), CallError> {

@@ -10,14 +10,14 @@ use std::rc::Rc;
 
 use js_sys::Function;
 use wasm_bindgen::prelude::*;
-use web_sys::{AbortSignal, Request};
+use web_sys::AbortSignal;
 
 use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
 use super::convert::Obj;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::Flight;
 use super::errors::{CallError, ErrorKind};
-use super::fetch::{self, AttemptEnd, Mode};
+use super::fetch::{self, AttemptEnd, Mode, Target};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
 use super::vecmap::VecMap;
 use crate::policy::backoff::{parse_retry_after, Backoff};
@@ -35,8 +35,8 @@ pub struct Call {
     pub method: String,
     /// The absolute URL without userinfo, for events.
     pub url: String,
-    /// The request every attempt clones.
-    pub request: Request,
+    /// What every attempt sends.
+    pub target: Target,
     pub mode: Mode,
     pub cfg: CallConfig,
     pub has_key: bool,
@@ -440,7 +440,7 @@ impl Engine {
             } else {
                 (call.cfg.timeout_ms, "attempt")
             };
-            let end = fetch::attempt(&call.request, call.mode, &call.cancel, timeout_ms).await;
+            let end = fetch::attempt(&call.target, call.mode, &call.cancel, timeout_ms).await;
             self.release_slot();
 
             let failure_statuses = self.cfg.failure_statuses();

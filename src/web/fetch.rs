@@ -12,7 +12,7 @@ use gloo_timers::callback::Timeout;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Request, RequestInit, Response};
+use web_sys::{AbortController, Headers, Request, RequestInit, Response};
 
 use super::cancel::{clamp_ms, Cancel};
 use super::convert::get;
@@ -48,6 +48,38 @@ impl ResponseType {
     }
 }
 
+/// What every attempt of a call sends.
+pub enum Target {
+    /// `fetch(url, init)` with the call's own init, whose signal is set anew
+    /// for each attempt: a call without a body builds no Request at all.
+    Url {
+        url: JsValue,
+        init: RequestInit,
+        headers: Headers,
+    },
+    /// A built Request: the caller's own, or one with a body. A body can be
+    /// read once, so each attempt sends a clone unless `reuse` (GET and HEAD,
+    /// which have none). Not `Request.body`: Firefox does not implement it,
+    /// and a POST sent from the base itself left nothing for its retry.
+    Request { request: Request, reuse: bool },
+}
+
+impl Target {
+    pub fn request(request: Request) -> Target {
+        let method = request.method();
+        let reuse = method == "GET" || method == "HEAD";
+        Target::Request { request, reuse }
+    }
+
+    /// The headers every attempt sends (live: a header set here is sent).
+    pub fn headers(&self) -> Headers {
+        match self {
+            Target::Url { headers, .. } => headers.clone(),
+            Target::Request { request, .. } => request.headers(),
+        }
+    }
+}
+
 /// `request()` reads and parses the body; `fetch()` hands back the Response.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Mode {
@@ -77,10 +109,10 @@ pub enum AttemptEnd {
 /// The most of an error body that is ever read, in UTF-16 code units.
 pub const ERROR_BODY_CHARS: u32 = 1024;
 
-/// Runs one attempt of `base` with its own controller and a timer of
+/// Runs one attempt of `target` with its own controller and a timer of
 /// `timeout_ms`. The controller is registered with `cancel`, so a caller
 /// abort or `close()` aborts the network request itself.
-pub async fn attempt(base: &Request, mode: Mode, cancel: &Cancel, timeout_ms: f64) -> AttemptEnd {
+pub async fn attempt(target: &Target, mode: Mode, cancel: &Cancel, timeout_ms: f64) -> AttemptEnd {
     if cancel.is_cancelled() {
         return AttemptEnd::Cancelled;
     }
@@ -97,7 +129,7 @@ pub async fn attempt(base: &Request, mode: Mode, cancel: &Cancel, timeout_ms: f6
             ctl.abort();
         })
     };
-    let end = run(base, mode, &ctl).await;
+    let end = run(target, mode, &ctl).await;
     cancel.set_attempt(None);
     match end {
         Ok(end) => end,
@@ -107,20 +139,24 @@ pub async fn attempt(base: &Request, mode: Mode, cancel: &Cancel, timeout_ms: f6
     }
 }
 
-async fn run(base: &Request, mode: Mode, ctl: &AbortController) -> Result<AttemptEnd, JsValue> {
-    let init = RequestInit::new();
-    init.set_signal(Some(&ctl.signal()));
-    // A body can be read once, so a request that may have one is cloned per
-    // attempt; GET and HEAD cannot, and their base request serves every
-    // attempt as it is. (Not `Request.body`: Firefox does not implement it,
-    // and a POST sent from the base itself left nothing for its retry.)
-    let method = base.method();
-    let req = if method == "GET" || method == "HEAD" {
-        Request::new_with_request_and_init(base, &init)?
-    } else {
-        Request::new_with_request_and_init(&base.clone()?, &init)?
+async fn run(target: &Target, mode: Mode, ctl: &AbortController) -> Result<AttemptEnd, JsValue> {
+    let signal = ctl.signal();
+    let sent = match target {
+        Target::Url { url, init, .. } => {
+            init.set_signal(Some(&signal));
+            global_fetch(url, init)
+        }
+        Target::Request { request, reuse } => {
+            let init = RequestInit::new();
+            init.set_signal(Some(&signal));
+            if *reuse {
+                global_fetch(request, &init)
+            } else {
+                global_fetch(&JsValue::from(request.clone()?), &init)
+            }
+        }
     };
-    let resp: Response = JsFuture::from(global_fetch(&req)).await?.unchecked_into();
+    let resp: Response = JsFuture::from(sent).await?.unchecked_into();
     let status = resp.status();
     if !(200..300).contains(&status) {
         let retry_after = resp.headers().get("retry-after").ok().flatten();

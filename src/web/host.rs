@@ -13,7 +13,7 @@ extern "C" {
 
     /// The global `fetch`, as a page, a worker and Node 20 all have it.
     #[wasm_bindgen(js_name = fetch)]
-    pub fn global_fetch(request: &web_sys::Request) -> js_sys::Promise;
+    pub fn global_fetch(input: &JsValue, init: &web_sys::RequestInit) -> js_sys::Promise;
 
     /// `JSON.parse` on a JS string, without a copy through Rust.
     #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
