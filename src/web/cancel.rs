@@ -6,7 +6,7 @@
 //! Every listener and timer here is owned by a guard and removed on drop:
 //! nothing is leaked with `Closure::forget`, whatever path a call takes.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -16,6 +16,9 @@ use gloo_timers::callback::Timeout;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal};
+
+use super::convert::get;
+use super::host::{clear_timeout, now_ms, set_timeout};
 
 /// Why a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,5 +220,99 @@ impl Drop for EventLink {
         let _ = self
             .target
             .remove_event_listener_with_callback(self.event, self.closure.as_ref().unchecked_ref());
+    }
+}
+
+/// An attempt's timer: at `at`, flag the attempt as timed out and abort it.
+struct Due {
+    id: u64,
+    at: f64,
+    ctl: AbortController,
+    timed_out: Rc<Cell<bool>>,
+}
+
+/// Every attempt timer of the module on one host timer, armed for the
+/// earliest. Attempts usually end long before their timeout, so a call
+/// costs no `setTimeout`/`clearTimeout` pair and no closure: the host timer
+/// is re-armed only when a new attempt is due before the armed time, or
+/// when it fires. It is never cleared when idle (unref'd in Node, so it
+/// keeps no process alive); firing with nothing due costs one scan.
+#[derive(Default)]
+struct Alarms {
+    next_id: u64,
+    due: Vec<Due>,
+    /// The host timer's id and its time.
+    armed: Option<(JsValue, f64)>,
+}
+
+thread_local! {
+    static ALARMS: RefCell<Alarms> = RefCell::new(Alarms::default());
+    static ON_ALARM: Closure<dyn FnMut()> = Closure::new(fire_alarms);
+}
+
+impl Alarms {
+    /// Arms the host timer for `at` unless it is armed for no later.
+    fn arm(&mut self, at: f64, now: f64) {
+        if let Some((id, t)) = &self.armed {
+            if *t <= at {
+                return;
+            }
+            clear_timeout(id);
+        }
+        let id = ON_ALARM.with(|f| set_timeout(f.as_ref().unchecked_ref(), clamp_ms(at - now)));
+        if let Ok(unref) = get(&id, "unref").and_then(|f| f.dyn_into::<js_sys::Function>()) {
+            let _ = unref.call0(&id);
+        }
+        self.armed = Some((id, at));
+    }
+}
+
+fn fire_alarms() {
+    let now = now_ms();
+    let expired: Vec<Due> = ALARMS.with(|a| {
+        let mut a = a.borrow_mut();
+        a.armed = None;
+        let (expired, pending) = std::mem::take(&mut a.due)
+            .into_iter()
+            .partition(|d| d.at <= now);
+        a.due = pending;
+        if let Some(next) = a.due.iter().map(|d| d.at).reduce(f64::min) {
+            a.arm(next, now);
+        }
+        expired
+    });
+    for d in expired {
+        d.timed_out.set(true);
+        d.ctl.abort();
+    }
+}
+
+/// An attempt's timer, removed when dropped.
+pub struct Alarm(u64);
+
+impl Alarm {
+    /// In `ms`, sets `timed_out` and aborts `ctl`.
+    pub fn new(ms: f64, ctl: &AbortController, timed_out: &Rc<Cell<bool>>) -> Alarm {
+        let now = now_ms();
+        let at = now + ms;
+        ALARMS.with(|a| {
+            let mut a = a.borrow_mut();
+            a.next_id += 1;
+            let id = a.next_id;
+            a.due.push(Due {
+                id,
+                at,
+                ctl: ctl.clone(),
+                timed_out: timed_out.clone(),
+            });
+            a.arm(at, now);
+            Alarm(id)
+        })
+    }
+}
+
+impl Drop for Alarm {
+    fn drop(&mut self) {
+        ALARMS.with(|a| a.borrow_mut().due.retain(|d| d.id != self.0));
     }
 }

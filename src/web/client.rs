@@ -276,12 +276,20 @@ impl Client {
                 .set(k, v)
                 .map_err(|_| opt_err("headers", "holds an invalid header name or value"))?;
         }
-        let init = RequestInit::new();
-        init.set_method(&method);
-        init.set_headers(&headers);
-        let href = url.href();
+        let plain_get = self.headers.is_empty() && call_headers.is_empty();
         let body = r.value("body").map_err(CallError::options)?;
-        let target = match body.filter(|b| !b.is_null()) {
+        let body = body.filter(|b| !b.is_null());
+        // fetch() converts an init's headers through the iterator protocol,
+        // so a call with none passes none (and GET, the default method, as such).
+        let init = RequestInit::new();
+        if method != "GET" {
+            init.set_method(&method);
+        }
+        if !plain_get || common.idem.is_some() || body.is_some() {
+            init.set_headers(&headers);
+        }
+        let href = url.href();
+        let target = match body {
             // Nothing to validate that the checks above have not: fetch(url, init).
             None => Target::Url {
                 url: JsValue::from_str(&href),
@@ -295,7 +303,6 @@ impl Client {
                 Target::request(request)
             }
         };
-        let plain_get = self.headers.is_empty() && call_headers.is_empty();
         let (mut call, signal) = self.call(
             &url,
             href,

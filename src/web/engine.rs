@@ -226,12 +226,17 @@ impl Engine {
     }
 
     /// Waits out a cooldown of the call's key, or fails at once with
-    /// CircuitOpenError when it outlasts the deadline.
-    async fn respect_cooldown(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
-        let now = now_ms();
+    /// CircuitOpenError when it outlasts the deadline. Returns the time
+    /// after the wait (`now` itself when there was none).
+    async fn respect_cooldown(
+        &self,
+        call: &Call,
+        deadline: &Deadline,
+        now: f64,
+    ) -> Result<f64, CallError> {
         let wait = match self.st.borrow().cooldowns.get(&call.breaker_key) {
             Some(until) if *until > now => until - now,
-            _ => return Ok(()),
+            _ => return Ok(now),
         };
         if wait >= deadline.remaining(now) {
             return Err(CallError::new(ErrorKind::CircuitOpen {
@@ -242,12 +247,12 @@ impl Engine {
         if call.cancel.sleep(wait).await == Wake::Cancelled {
             return Err(abort_error(&call.cancel));
         }
-        Ok(())
+        Ok(now_ms())
     }
 
-    fn breaker_acquire(&self, call: &Call) -> Result<Option<Permit>, f64> {
+    fn breaker_acquire(&self, call: &Call, now: f64) -> Result<Option<Permit>, f64> {
         let res = match self.st.borrow_mut().breakers.as_mut() {
-            Some(b) => b.acquire(&call.breaker_key, now_ms(), rand01()).map(Some),
+            Some(b) => b.acquire(&call.breaker_key, now, rand01()).map(Some),
             None => return Ok(None),
         };
         self.flush_transitions(&call.request_id, true);
@@ -390,20 +395,22 @@ impl Engine {
             if call.cancel.is_cancelled() {
                 return Err(abort_error(&call.cancel));
             }
-            if deadline.expired(now_ms()) {
+            let mut now = now_ms();
+            if deadline.expired(now) {
                 return Err(CallError::new(ErrorKind::Timeout { phase: "deadline" }));
             }
             if is_offline() {
                 self.wait_online(call, deadline).await?;
+                now = now_ms();
             }
-            self.respect_cooldown(call, deadline).await?;
+            let now = self.respect_cooldown(call, deadline, now).await?;
             let circuit_open = |retry_in_ms| {
                 CallError::new(ErrorKind::CircuitOpen {
                     key: call.breaker_key.clone(),
                     retry_in_ms,
                 })
             };
-            let permit = self.breaker_acquire(call).map_err(circuit_open)?;
+            let permit = self.breaker_acquire(call, now).map_err(circuit_open)?;
             // One half-open probe across all tabs: the others stay open.
             let _probe_lock = match (permit, self.crosstab.get()) {
                 (Some(Permit::Probe), Some(x)) => match x.probe_lock(&call.breaker_key).await {

@@ -8,13 +8,12 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use gloo_timers::callback::Timeout;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Headers, Request, RequestInit, Response};
 
-use super::cancel::{clamp_ms, Cancel};
+use super::cancel::{Alarm, Cancel};
 use super::convert::get;
 use super::host::{global_fetch, json_parse};
 
@@ -122,13 +121,7 @@ pub async fn attempt(target: &Target, mode: Mode, cancel: &Cancel, timeout_ms: f
     };
     cancel.set_attempt(Some(ctl.clone()));
     let timed_out = Rc::new(Cell::new(false));
-    let _timer = {
-        let (ctl, timed_out) = (ctl.clone(), timed_out.clone());
-        Timeout::new(clamp_ms(timeout_ms), move || {
-            timed_out.set(true);
-            ctl.abort();
-        })
-    };
+    let _timer = Alarm::new(timeout_ms, &ctl, &timed_out);
     let end = run(target, mode, &ctl).await;
     cancel.set_attempt(None);
     match end {

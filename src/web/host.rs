@@ -34,6 +34,12 @@ extern "C" {
     #[wasm_bindgen(js_namespace = Array, js_name = from, catch)]
     pub fn array_from(o: &JsValue) -> Result<js_sys::Array, JsValue>;
 
+    /// The host's timer, which returns a number (browsers) or an object (Node).
+    #[wasm_bindgen(js_name = setTimeout)]
+    pub fn set_timeout(f: &js_sys::Function, ms: u32) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    pub fn clear_timeout(id: &JsValue);
+
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }
@@ -67,10 +73,24 @@ fn random_bytes<const N: usize>() -> [u8; N] {
     buf
 }
 
-/// Uniform in [0, 1) from the host's CSPRNG (crypto), never a fixed seed.
+thread_local! {
+    /// xorshift64* state, seeded from the host's CSPRNG at first use.
+    static RNG: std::cell::Cell<u64> = std::cell::Cell::new(u64::from_le_bytes(random_bytes::<8>()) | 1);
+}
+
+/// Uniform in [0, 1), for jitter and probe sampling: a xorshift64* stream
+/// seeded once from crypto (never a fixed seed), so a call costs no
+/// `crypto.getRandomValues`. Idempotency keys still come from crypto.
 pub fn rand01() -> f64 {
-    let bits = u64::from_le_bytes(random_bytes::<8>()) >> 11; // 53 bits
-    bits as f64 / (1u64 << 53) as f64
+    let x = RNG.with(|r| {
+        let mut x = r.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        r.set(x);
+        x
+    });
+    (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A random UUID v4, for `idempotencyKey: true`.

@@ -44,3 +44,20 @@ test('HttpError fields and fetch() drop-in in Node', async () => {
   const res = await client.fetch(`${server.url}/status/404?id=node-404`);
   assert.equal(res.status, 404, 'fetch() resolves whatever the status');
 });
+
+test('a finished call keeps no Node process alive (attempt timers are unref\'d)', async () => {
+  const { execFile } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const entry = fileURLToPath(new URL('../../pkg/node.js', import.meta.url));
+  // One call with a 60 s attempt timeout: the process must exit as soon as it is answered.
+  const script = `const { createClient } = await import(${JSON.stringify(entry)});
+    const c = await createClient({ timeoutMs: 60000, deadlineMs: 120000 });
+    await c.request(${JSON.stringify(`${server.url}/echo?id=node-exit`)});`;
+  const t0 = Date.now();
+  await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 30000 }, (err) => (err ? reject(err) : resolve()));
+  });
+  const took = Date.now() - t0;
+  assert.ok(took < 20000, `the process lived ${took} ms after one call`);
+  assert.equal((await log('node-exit')).length, 1);
+});
