@@ -67,6 +67,7 @@ export function isStormguardError(e) {
 
 /** An engine descriptor `{ name, message, ...fields }` as its class. */
 function toError(d) {
+  if (d instanceof StormguardError) return d;
   const C = d && typeof d === 'object' && Object.hasOwn(CLASSES, d.name) ? CLASSES[d.name] : null;
   return C ? new C(d.message, d) : d;
 }
@@ -100,7 +101,9 @@ class Client {
   #call(method, a, b) {
     if (this.#final) return Promise.reject(closedError());
     try {
-      return this.#c[method](a, b).then(undefined, rethrow);
+      // request() and fetch() reject with classes already (setErrorFactory).
+      const p = this.#c[method](a, b);
+      return method === 'schema' ? p.then(undefined, rethrow) : p;
     } catch (d) {
       // The engine reports through the promise; this only turns a host
       // exception it could not catch into a rejection, never a throw.
@@ -149,6 +152,7 @@ export function makeCreateClient(load) {
     } catch (d) {
       throw toError(d);
     }
+    inner.setErrorFactory(toError);
     return new Client(inner);
   };
 }

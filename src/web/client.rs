@@ -50,6 +50,16 @@ pub struct Client {
     base_url: Option<String>,
     headers: Vec<(String, String)>,
     tag: String,
+    make_error: Option<js_sys::Function>,
+}
+
+fn to_class(make: &Option<js_sys::Function>, descriptor: JsValue) -> JsValue {
+    match make {
+        Some(f) => f
+            .call1(&JsValue::UNDEFINED, &descriptor)
+            .unwrap_or(descriptor),
+        None => descriptor,
+    }
 }
 
 #[wasm_bindgen]
@@ -64,7 +74,7 @@ impl Client {
     pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
         match self.prepare_request(&url, &options) {
             Ok((call, signal)) => self.spawn(call, signal),
-            Err(e) => Promise::reject(&e.to_js()),
+            Err(e) => Promise::reject(&self.error(e.to_js())),
         }
     }
 
@@ -72,8 +82,17 @@ impl Client {
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
         match self.prepare_fetch(&input, &init) {
             Ok((call, signal)) => self.spawn(call, signal),
-            Err(e) => Promise::reject(&e.to_js()),
+            Err(e) => Promise::reject(&self.error(e.to_js())),
         }
+    }
+
+    /// The package's wrapper hands in its descriptor-to-class function, so
+    /// `request()` and `fetch()` reject with class instances and their
+    /// promises reach the caller as they are, without a `then` per call.
+    /// Without it (the Rust tests) they reject with descriptors.
+    #[wasm_bindgen(js_name = setErrorFactory)]
+    pub fn set_error_factory(&mut self, f: js_sys::Function) {
+        self.make_error = Some(f);
     }
 
     /// `client.schema(url, options)`: request() plus a last-good copy.
@@ -192,11 +211,18 @@ impl Client {
             base_url,
             headers,
             tag,
+            make_error: None,
         })
     }
 
+    fn error(&self, descriptor: JsValue) -> JsValue {
+        to_class(&self.make_error, descriptor)
+    }
+
     fn spawn(&self, call: Call, signal: Option<AbortSignal>) -> Promise {
-        future_to_promise(self.engine.clone().call(call, signal))
+        let call = self.engine.clone().call(call, signal);
+        let make = self.make_error.clone();
+        future_to_promise(async move { call.await.map_err(|d| to_class(&make, d)) })
     }
 
     fn request_id(&self) -> String {

@@ -6,7 +6,10 @@
 //! call is aborted when the last caller still waiting has aborted.
 
 use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
@@ -45,7 +48,7 @@ impl Flight {
     }
 
     /// Waits for the shared outcome, or for this caller's own abort.
-    pub async fn join(&self, signal: Option<AbortSignal>) -> Outcome {
+    pub async fn join(self: Rc<Self>, signal: Option<AbortSignal>) -> Outcome {
         let gate = Gate::new();
         {
             let mut st = self.st.borrow_mut();
@@ -81,5 +84,37 @@ impl Flight {
             self.cancel.cancel(CancelReason::Caller(reason.clone()));
         }
         Err(CallError::new(ErrorKind::Abort { reason }).to_js())
+    }
+}
+
+/// The first caller of a flight: drives the network call itself rather
+/// than spawning it as a task of its own (a task and a wake-up less per
+/// call), and waits on the flight like every other caller. If it stops
+/// waiting first (its abort), the network call is handed to a task so the
+/// callers still joined get their outcome.
+pub struct Lead {
+    pub network: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    pub join: Pin<Box<dyn Future<Output = Outcome>>>,
+}
+
+impl Future for Lead {
+    type Output = Outcome;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        // The caller first: a signal aborted before the start must stop
+        // the network call before it sends anything.
+        if let Poll::Ready(out) = self.join.as_mut().poll(cx) {
+            if let Some(n) = self.network.take() {
+                wasm_bindgen_futures::spawn_local(n);
+            }
+            return Poll::Ready(out);
+        }
+        match self.network.as_mut().map(|n| n.as_mut().poll(cx)) {
+            // Finished: the flight's outcome is there for the caller now.
+            Some(Poll::Ready(())) => {
+                self.network = None;
+                self.join.as_mut().poll(cx)
+            }
+            _ => Poll::Pending,
+        }
     }
 }

@@ -15,7 +15,7 @@ use web_sys::AbortSignal;
 use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
 use super::convert::Obj;
 use super::crosstab::{CrossTab, Peer};
-use super::dedupe::Flight;
+use super::dedupe::{Flight, Lead};
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Mode, Target};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
@@ -569,38 +569,39 @@ impl Engine {
             return self.run_linked(call, signal).await;
         };
         let joined = self.st.borrow().flights.get(&key).cloned();
-        let flight = match joined {
-            Some(f) => {
+        if let Some(f) = joined {
+            {
                 let mut st = self.st.borrow_mut();
                 st.stats.requests += 1;
                 st.stats.deduped += 1;
-                f
             }
-            None => {
-                let flight = Rc::new(Flight::default());
-                self.st
-                    .borrow_mut()
-                    .flights
-                    .insert(key.clone(), flight.clone());
-                let (engine, f) = (self.clone(), flight.clone());
-                wasm_bindgen_futures::spawn_local(async move {
-                    let call = Call {
-                        cancel: f.cancel.clone(),
-                        ..call
-                    };
-                    let outcome = engine.clone().run_linked(call, None).await;
-                    {
-                        let mut st = engine.st.borrow_mut();
-                        if st.flights.get(&key).is_some_and(|x| Rc::ptr_eq(x, &f)) {
-                            st.flights.remove(&key);
-                        }
-                    }
-                    f.finish(outcome);
-                });
-                flight
+            return f.join(signal).await;
+        }
+        let flight = Rc::new(Flight::default());
+        self.st
+            .borrow_mut()
+            .flights
+            .insert(key.clone(), flight.clone());
+        let (engine, f) = (self.clone(), flight.clone());
+        let network = Box::pin(async move {
+            let call = Call {
+                cancel: f.cancel.clone(),
+                ..call
+            };
+            let outcome = engine.clone().run_linked(call, None).await;
+            {
+                let mut st = engine.st.borrow_mut();
+                if st.flights.get(&key).is_some_and(|x| Rc::ptr_eq(x, &f)) {
+                    st.flights.remove(&key);
+                }
             }
-        };
-        flight.join(signal).await
+            f.finish(outcome);
+        });
+        Lead {
+            network: Some(network),
+            join: Box::pin(flight.join(signal)),
+        }
+        .await
     }
 
     async fn run_linked(
