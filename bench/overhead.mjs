@@ -1,7 +1,8 @@
 // Per-call overhead in headless Chromium against the fault server on
-// loopback: N sequential GETs and N GETs at concurrency 6 per library, in
-// blocks that alternate between the libraries (the order rotates every
-// round) so that machine noise hits all of them alike. Every URL is unique
+// loopback: N sequential GETs per library, interleaved call by call, and N
+// GETs at concurrency 6 per library in blocks that alternate between the
+// libraries (the order rotates every round), so that machine noise hits all
+// of them alike. Every URL is unique
 // (stormguard's de-duplication never joins two calls).
 import { gotoIsolated, launchChromium, startSite } from './browser.mjs';
 import { summarize } from './lib.mjs';
@@ -39,32 +40,35 @@ async function inPage({ origin, n, block, warmup, concurrency, names }) {
   const rounds = Math.ceil(n / block);
   for (let r = 0; r < rounds; r++) {
     const count = Math.min(block, n - r * block);
-    for (const mode of modes) {
-      const order = names.map((_, i) => names[(i + r) % names.length]);
-      for (const name of order) {
-        const c = clients[name];
-        const out = samples[mode][name];
-        const t0 = performance.now();
-        if (mode === 'sequential') {
-          for (let i = 0; i < count; i++) {
-            const t = performance.now();
-            await c.call(url());
-            out.push(performance.now() - t);
-          }
-        } else {
-          let left = count;
-          const worker = async () => {
-            while (left > 0) {
-              left--;
-              const t = performance.now();
-              await c.call(url());
-              out.push(performance.now() - t);
-            }
-          };
-          await Promise.all(Array.from({ length: concurrency }, worker));
-        }
-        wall[mode][name] += performance.now() - t0;
+    // Sequential calls alternate one by one (the order rotating every call), so drift in the
+    // machine's speed, which blocks of calls would catch unevenly, reaches every library alike.
+    for (let i = 0; i < count; i++) {
+      for (let j = 0; j < names.length; j++) {
+        const name = names[(i + j + r) % names.length];
+        const t = performance.now();
+        await clients[name].call(url());
+        const dt = performance.now() - t;
+        samples.sequential[name].push(dt);
+        wall.sequential[name] += dt;
       }
+    }
+    // Six calls at a time need a block per library; the blocks alternate, rotating every round.
+    for (let j = 0; j < names.length; j++) {
+      const name = names[(j + r) % names.length];
+      const c = clients[name];
+      const out = samples.concurrent[name];
+      let left = count;
+      const worker = async () => {
+        while (left > 0) {
+          left--;
+          const t = performance.now();
+          await c.call(url());
+          out.push(performance.now() - t);
+        }
+      };
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: concurrency }, worker));
+      wall.concurrent[name] += performance.now() - t0;
     }
   }
   const stormguardStats = clients.stormguard ? clients.stormguard.stats() : null;

@@ -205,8 +205,9 @@ function overheadSection(res, charts) {
   const names = Object.keys(o.modes.sequential);
   let md = `## 3. Per-call overhead\n\nHeadless Chromium (${o.userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? ''}), page and fault server on loopback ` +
     `(same origin, \`GET /status/200\`, a 15-byte JSON body, every URL unique so nothing is de-duplicated). ` +
-    `${o.config.n} sequential calls and ${o.config.n} calls at concurrency 6 per library after ${o.config.warmup} warm-up calls each, ` +
-    `in blocks of ${o.config.block} that alternate between the libraries (the order rotates every round). Each call is timed ` +
+    `${o.config.n} sequential calls per library, interleaved call by call (the order rotating every call), and ${o.config.n} calls ` +
+    `at concurrency 6 per library in blocks of ${o.config.block} that alternate between the libraries (the order rotates every ` +
+    `round), after ${o.config.warmup} warm-up calls each. Each call is timed ` +
     `from the call to the parsed body. The page is cross-origin isolated (${o.isolated ? 'yes' : 'no'}), so \`performance.now()\` ` +
     `resolves 5 µs. Strategies: ${names.map((n) => `**${n}**: ${n === 'cockatiel' ? DESCRIPTIONS['cockatiel (retry + timeout)'] : n === 'stormguard-bare' ? 'createClient({ retry: false, budget: false, breaker: false, concurrency: false, dedupe: false }): what the wasm boundary costs without the policies' : DESCRIPTIONS[n]}`).join('; ')}.\n\n`;
   for (const [mode, b] of Object.entries(o.modes)) {
