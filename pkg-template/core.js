@@ -92,18 +92,19 @@ class Client {
 
   /** request() plus a last-good copy; `result.error` as its class. */
   schema(url, options) {
+    // schema()'s engine promise is not classed in wasm: its result carries an error too.
     return this.#call('schema', url, options).then((r) => {
       if (r.error !== undefined) r.error = toError(r.error);
       return r;
-    });
+    }, rethrow);
   }
 
   #call(method, a, b) {
     if (this.#final) return Promise.reject(closedError());
     try {
-      // request() and fetch() reject with classes already (setErrorFactory).
-      const p = this.#c[method](a, b);
-      return method === 'schema' ? p.then(undefined, rethrow) : p;
+      // request() and fetch() reject with classes already (setErrorFactory);
+      // schema() classes its own results and rejections.
+      return this.#c[method](a, b);
     } catch (d) {
       // The engine reports through the promise; this only turns a host
       // exception it could not catch into a rejection, never a throw.

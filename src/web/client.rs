@@ -302,7 +302,8 @@ impl Client {
                 .set(k, v)
                 .map_err(|_| opt_err("headers", "holds an invalid header name or value"))?;
         }
-        let plain_get = self.headers.is_empty() && call_headers.is_empty();
+        let has_headers =
+            !(self.headers.is_empty() && call_headers.is_empty()) || common.idem.is_some();
         let body = r.value("body").map_err(CallError::options)?;
         let body = body.filter(|b| !b.is_null());
         // fetch() converts an init's headers through the iterator protocol,
@@ -311,7 +312,7 @@ impl Client {
         if method != "GET" {
             init.set_method(&method);
         }
-        if !plain_get || common.idem.is_some() || body.is_some() {
+        if has_headers || body.is_some() {
             init.set_headers(&headers);
         }
         let href = url.href();
@@ -338,7 +339,7 @@ impl Client {
             common,
         );
         if self.engine.cfg.dedupe && (call.method == "GET" || call.method == "HEAD") {
-            let headers = (!plain_get || call.has_key).then(|| call.target.headers());
+            let headers = has_headers.then(|| call.target.headers());
             call.dedupe_key = Some(dedupe_key(&call.method, &call.url, headers, response_type));
         }
         Ok((call, signal))
