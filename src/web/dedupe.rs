@@ -90,11 +90,17 @@ impl Flight {
 /// The first caller of a flight: drives the network call itself rather
 /// than spawning it as a task of its own (a task and a wake-up less per
 /// call), and waits on the flight like every other caller. If it stops
-/// waiting first (its abort), the network call is handed to a task so the
-/// callers still joined get their outcome.
+/// waiting first (its abort) while others are still joined, the network
+/// call is handed to a task so they get their outcome; if its abort was the
+/// last, the aborted network call is all its own, and it answers once that
+/// call has ended (a few microtasks), so its slot is free when it settles.
 pub struct Lead {
     pub network: Option<Pin<Box<dyn Future<Output = ()>>>>,
     pub join: Pin<Box<dyn Future<Output = Outcome>>>,
+    /// The flight's cancel state, set when the last caller has aborted.
+    pub flight: Cancel,
+    /// The caller's answer, held while its aborted network call ends.
+    pub answer: Option<Outcome>,
 }
 
 impl Future for Lead {
@@ -102,19 +108,27 @@ impl Future for Lead {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
         // The caller first: a signal aborted before the start must stop
         // the network call before it sends anything.
-        if let Poll::Ready(out) = self.join.as_mut().poll(cx) {
-            if let Some(n) = self.network.take() {
-                wasm_bindgen_futures::spawn_local(n);
+        if self.answer.is_none() {
+            if let Poll::Ready(out) = self.join.as_mut().poll(cx) {
+                if self.network.is_none() || !self.flight.is_cancelled() {
+                    if let Some(n) = self.network.take() {
+                        wasm_bindgen_futures::spawn_local(n);
+                    }
+                    return Poll::Ready(out);
+                }
+                self.answer = Some(out);
             }
-            return Poll::Ready(out);
         }
         match self.network.as_mut().map(|n| n.as_mut().poll(cx)) {
+            Some(Poll::Pending) => Poll::Pending,
             // Finished: the flight's outcome is there for the caller now.
-            Some(Poll::Ready(())) => {
+            _ => {
                 self.network = None;
-                self.join.as_mut().poll(cx)
+                match self.answer.take() {
+                    Some(out) => Poll::Ready(out),
+                    None => self.join.as_mut().poll(cx),
+                }
             }
-            _ => Poll::Pending,
         }
     }
 }

@@ -599,7 +599,9 @@ impl Engine {
         });
         Lead {
             network: Some(network),
+            flight: flight.cancel.clone(),
             join: Box::pin(flight.join(signal)),
+            answer: None,
         }
         .await
     }

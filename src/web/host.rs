@@ -11,9 +11,15 @@ extern "C" {
     #[wasm_bindgen(method, getter, js_name = onLine)]
     fn on_line(this: &Navigator) -> JsValue;
 
-    /// The global `fetch`, as a page, a worker and Node 20 all have it.
-    #[wasm_bindgen(js_name = fetch)]
-    pub fn global_fetch(input: &JsValue, init: &web_sys::RequestInit) -> js_sys::Promise;
+    /// The global object, for reading its current `fetch`.
+    type Global;
+    #[wasm_bindgen(method, getter, js_name = fetch)]
+    fn fetch_fn(this: &Global) -> JsValue;
+
+    /// A promise whose `then` takes any function (js-sys's takes a Closure).
+    type Thenable;
+    #[wasm_bindgen(method, js_name = then)]
+    fn then_call(this: &Thenable, f: &JsValue) -> js_sys::Promise;
 
     /// `JSON.parse` on a JS string, without a copy through Rust.
     #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
@@ -42,6 +48,29 @@ extern "C" {
 
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
+}
+
+thread_local! {
+    static RESOLVED: Thenable = js_sys::Promise::resolve(&JsValue::UNDEFINED).unchecked_into();
+}
+
+/// `fetch(input, init)` with the host's current `fetch` (a page, a worker
+/// and Node 20 all have one; a test may have replaced it), called from a
+/// microtask rather than from inside wasm: Chromium spends about 150 µs per
+/// call on a `fetch` whose caller's stack holds wasm frames (measured with
+/// its CPU profiler, 2000 sequential calls: the native `fetch` 476 µs a call
+/// from wasm, 330 µs from JS). The bound function runs on a clean stack one
+/// microtask later, before any timer can fire; `init` is read then, and the
+/// engine never changes it while an attempt is in flight.
+pub fn global_fetch(input: &JsValue, init: &web_sys::RequestInit) -> js_sys::Promise {
+    let f = js_sys::global().unchecked_into::<Global>().fetch_fn();
+    if !f.is_function() {
+        return js_sys::Promise::reject(&js_sys::TypeError::new("fetch is not available"));
+    }
+    let bound = f
+        .unchecked_into::<js_sys::Function>()
+        .bind2(&js_sys::global(), input, init);
+    RESOLVED.with(|p| p.then_call(&bound))
 }
 
 /// Monotonic clock in milliseconds: the only clock the engine reads.

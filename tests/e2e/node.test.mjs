@@ -61,3 +61,30 @@ test('a finished call keeps no Node process alive (attempt timers are unref\'d)'
   assert.ok(took < 20000, `the process lived ${took} ms after one call`);
   assert.equal((await log('node-exit')).length, 1);
 });
+
+test('fetch is the global one at call time, called with no wasm frame on its stack', async () => {
+  const client = await createClient({ retry: false });
+  const realFetch = globalThis.fetch;
+  const seen = [];
+  // Installed after the client exists, as a test's fetch mock would be.
+  globalThis.fetch = function (input, init) {
+    seen.push({ input: String(input), stack: new Error().stack, signal: init?.signal });
+    return realFetch(input, init);
+  };
+  try {
+    assert.deepEqual(await client.request(`${server.url}/json?id=node-spy&body=${encodeURIComponent('{"ok":true}')}`), { ok: true });
+    assert.equal(seen.length, 1);
+    assert.match(seen[0].input, /\/json\?id=node-spy&/);
+    assert.ok(seen[0].signal instanceof AbortSignal, 'each attempt carries its own signal');
+    assert.doesNotMatch(seen[0].stack, /wasm-function|wasm:\/\//, 'fetch runs on a clean stack');
+    // A host without fetch: a NetworkError naming it, not a crash.
+    globalThis.fetch = undefined;
+    await assert.rejects(client.request(`${server.url}/json?id=node-nofetch`), (e) => {
+      assert.equal(e.name, 'NetworkError');
+      assert.match(String(e.cause?.message ?? e.cause), /fetch is not available/);
+      return true;
+    });
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});
