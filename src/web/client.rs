@@ -16,11 +16,13 @@ use super::crosstab::CrossTab;
 use super::engine::{Call, Engine, Listener};
 use super::errors::CallError;
 use super::fetch::{Mode, ResponseType, Target};
-use super::host::{assign, entries, instance_of, location_href, now_ms, prototype_of, uuid_v4};
+use super::host::{
+    assign, entries, instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4,
+};
 use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
 use super::schema;
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
-use crate::text::{cat, decimal};
+use crate::text::{cat, decimal, split_http_href};
 
 /// The storage prefix's default, which also names the cross-tab channel.
 const DEFAULT_PREFIX: &str = "stormguard:";
@@ -47,7 +49,8 @@ struct Common {
 #[wasm_bindgen]
 pub struct Client {
     engine: Rc<Engine>,
-    base_url: Option<String>,
+    /// `baseUrl` as a JS string, passed to `new URL` as it is.
+    base_url: Option<JsValue>,
     headers: Vec<(String, String)>,
     tag: String,
     make_error: Option<js_sys::Function>,
@@ -185,12 +188,16 @@ impl Client {
         let raw = read_client(&r).map_err(CallError::options)?;
         let cfg = ClientConfig::from_raw(&raw).map_err(CallError::options)?;
         let base_url = r.string("baseUrl").map_err(CallError::options)?;
-        if let Some(b) = &base_url {
-            let url = Url::new(b).map_err(|_| opt_err("baseUrl", "is not an absolute URL"))?;
-            if !url.username().is_empty() || !url.password().is_empty() {
-                return Err(opt_err("baseUrl", "must not contain credentials"));
+        let base_url = match base_url {
+            Some(b) => {
+                let url = Url::new(&b).map_err(|_| opt_err("baseUrl", "is not an absolute URL"))?;
+                if !url.username().is_empty() || !url.password().is_empty() {
+                    return Err(opt_err("baseUrl", "must not contain credentials"));
+                }
+                Some(JsValue::from_str(&b))
             }
-        }
+            None => None,
+        };
         let headers = r.string_record("headers").map_err(CallError::options)?;
         check_headers(&headers, "headers")?;
         let tag = uuid_v4().chars().take(8).collect();
@@ -230,29 +237,17 @@ impl Client {
         cat(&[&self.tag, "-", &decimal(n)])
     }
 
-    /// Resolves `input` (string or URL) against baseUrl or the page, and
-    /// refuses userinfo without echoing it.
+    /// Resolves `input` (string or URL) against baseUrl or the page
+    /// (`endpoint` then refuses userinfo).
     fn resolve_url(&self, input: &JsValue) -> Result<Url, CallError> {
-        let text = if let Some(s) = input.as_string() {
-            s
-        } else if instance_of::<Url>(input) {
-            input.unchecked_ref::<Url>().href()
-        } else {
+        if !(input.is_string() || instance_of::<Url>(input)) {
             return Err(opt_err("url", "must be a string or a URL"));
+        }
+        let base = match &self.base_url {
+            Some(b) => b.clone(),
+            None => location_href(),
         };
-        let base = self.base_url.clone().or_else(location_href);
-        let url = match &base {
-            Some(b) => Url::new_with_base(&text, b),
-            None => Url::new(&text),
-        }
-        .map_err(|_| opt_err("url", "is not a valid URL"))?;
-        if !url.username().is_empty() || !url.password().is_empty() {
-            return Err(opt_err(
-                "url",
-                "must not contain credentials (user:password@)",
-            ));
-        }
-        Ok(url)
+        parse_url(input, &base).map_err(|_| opt_err("url", "is not a valid URL"))
     }
 
     /// The options `request()` and `fetch()` share.
@@ -295,35 +290,44 @@ impl Client {
         if let Some(q) = r.value("query").map_err(CallError::options)? {
             append_query(&url, &q)?;
         }
-        let headers = Headers::new().map_err(|_| opt_err("headers", "unsupported"))?;
         let call_headers = r.string_record("headers").map_err(CallError::options)?;
-        for (k, v) in self.headers.iter().chain(call_headers.iter()) {
-            headers
-                .set(k, v)
-                .map_err(|_| opt_err("headers", "holds an invalid header name or value"))?;
-        }
         let has_headers =
             !(self.headers.is_empty() && call_headers.is_empty()) || common.idem.is_some();
         let body = r.value("body").map_err(CallError::options)?;
         let body = body.filter(|b| !b.is_null());
         // fetch() converts an init's headers through the iterator protocol,
-        // so a call with none passes none (and GET, the default method, as such).
+        // so a call with none builds and passes none (and GET, the default
+        // method, as such).
         let init = RequestInit::new();
         if method != "GET" {
             init.set_method(&method);
         }
-        if has_headers || body.is_some() {
+        let headers = if has_headers || body.is_some() {
+            let headers = Headers::new().map_err(|_| opt_err("headers", "unsupported"))?;
+            for (k, v) in self.headers.iter().chain(call_headers.iter()) {
+                headers
+                    .set(k, v)
+                    .map_err(|_| opt_err("headers", "holds an invalid header name or value"))?;
+            }
             init.set_headers(&headers);
-        }
-        let href = url.href();
-        let target = match body {
+            Some(headers)
+        } else {
+            None
+        };
+        let (href, endpoint) = endpoint(&url)?;
+        let target = match (body, headers) {
             // Nothing to validate that the checks above have not: fetch(url, init).
-            None => Target::Url {
+            (None, headers) => Target::Url {
                 url: JsValue::from_str(&href),
                 init,
                 headers,
             },
-            Some(body) => {
+            (Some(body), headers) => {
+                // Always built above for a body (encode_body may set its type).
+                let headers = match headers {
+                    Some(h) => h,
+                    None => Headers::new().map_err(|_| opt_err("headers", "unsupported"))?,
+                };
                 init.set_body(&encode_body(&body, &headers)?);
                 let request = Request::new_with_str_and_init(&href, &init)
                     .map_err(|_| opt_err("body", "cannot be sent with this method"))?;
@@ -331,7 +335,7 @@ impl Client {
             }
         };
         let (mut call, signal) = self.call(
-            &url,
+            endpoint,
             href,
             method,
             target,
@@ -339,7 +343,7 @@ impl Client {
             common,
         );
         if self.engine.cfg.dedupe && (call.method == "GET" || call.method == "HEAD") {
-            let headers = has_headers.then(|| call.target.headers());
+            let headers = call.target.headers().filter(|_| has_headers);
             call.dedupe_key = Some(dedupe_key(&call.method, &call.url, headers, response_type));
         }
         Ok((call, signal))
@@ -362,7 +366,7 @@ impl Client {
         let plain: RequestInit = plain.unchecked_into();
         let (request, url) = if instance_of::<Request>(input) {
             let req: &Request = input.unchecked_ref();
-            let url = self.resolve_url(&JsValue::from_str(&req.url()))?;
+            let url = self.resolve_url(&req.url().into())?;
             let request = Request::new_with_request_and_init(req, &plain)
                 .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
             // A Request's own signal is the caller's unless init gives one.
@@ -380,9 +384,10 @@ impl Client {
                 let _ = headers.set(k, v);
             }
         }
-        let (href, method) = (url.href(), request.method());
+        let (href, endpoint) = endpoint(&url)?;
+        let method = request.method();
         Ok(self.call(
-            &url,
+            endpoint,
             href,
             method,
             Target::request(request),
@@ -395,19 +400,19 @@ impl Client {
     /// on every attempt) and breaker key.
     fn call(
         &self,
-        url: &Url,
+        endpoint: String,
         href: String,
         method: String,
         target: Target,
         mode: Mode,
         common: Common,
     ) -> (Call, Option<AbortSignal>) {
-        if let Some(k) = &common.idem {
-            let _ = target.headers().set("Idempotency-Key", k);
+        if let (Some(k), Some(h)) = (&common.idem, target.headers()) {
+            let _ = h.set("Idempotency-Key", k);
         }
         let breaker_key = common
             .breaker_key
-            .unwrap_or_else(|| cat(&[&method, " ", &url.origin(), &url.pathname()]));
+            .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
         let call = Call {
             request_id: self.request_id(),
             method,
@@ -427,6 +432,27 @@ impl Client {
 /// Calls are identical when method, absolute URL, headers and response
 /// type all match. `Headers` iterates sorted, lower-cased names; `None`
 /// stands for no headers at all.
+/// The URL's href and its endpoint (origin and path: what the default
+/// breaker key is made of), refusing userinfo without echoing it. An
+/// http(s) href is split in wasm rather than through four host getters.
+fn endpoint(url: &Url) -> Result<(String, String), CallError> {
+    let href = url.href();
+    let (endpoint, credentials) = match split_http_href(&href) {
+        Some(h) => (cat(&[h.origin, h.path]), h.credentials),
+        None => (
+            cat(&[&url.origin(), &url.pathname()]),
+            !url.username().is_empty() || !url.password().is_empty(),
+        ),
+    };
+    if credentials {
+        return Err(opt_err(
+            "url",
+            "must not contain credentials (user:password@)",
+        ));
+    }
+    Ok((href, endpoint))
+}
+
 fn dedupe_key(method: &str, href: &str, headers: Option<Headers>, rt: ResponseType) -> String {
     let mut key = cat(&[method, " ", rt.name(), " ", href]);
     if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {

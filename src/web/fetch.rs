@@ -54,7 +54,8 @@ pub enum Target {
     Url {
         url: JsValue,
         init: RequestInit,
-        headers: Headers,
+        /// None when the call sends no headers of its own.
+        headers: Option<Headers>,
     },
     /// A built Request: the caller's own, or one with a body. A body can be
     /// read once, so each attempt sends a clone unless `reuse` (GET and HEAD,
@@ -70,11 +71,12 @@ impl Target {
         Target::Request { request, reuse }
     }
 
-    /// The headers every attempt sends (live: a header set here is sent).
-    pub fn headers(&self) -> Headers {
+    /// The headers every attempt sends (live: a header set here is sent);
+    /// None for a call without a body or headers of its own.
+    pub fn headers(&self) -> Option<Headers> {
         match self {
             Target::Url { headers, .. } => headers.clone(),
-            Target::Request { request, .. } => request.headers(),
+            Target::Request { request, .. } => Some(request.headers()),
         }
     }
 }
@@ -174,13 +176,12 @@ async fn run(target: &Target, mode: Mode, ctl: &AbortController) -> Result<Attem
         }
         Mode::Request(ResponseType::Json) => {
             let text: js_sys::JsString = JsFuture::from(resp.text()?).await?.unchecked_into();
-            if text.trim().length() == 0 {
-                JsValue::UNDEFINED
-            } else {
-                match json_parse(&text) {
-                    Ok(v) => v,
-                    Err(e) => return Ok(AttemptEnd::Parse(e)),
-                }
+            // An empty (or blank) body is undefined, not a ParseError;
+            // looked at only when the parse fails.
+            match json_parse(&text) {
+                Ok(v) => v,
+                Err(_) if text.trim().length() == 0 => JsValue::UNDEFINED,
+                Err(e) => return Ok(AttemptEnd::Parse(e)),
             }
         }
     };

@@ -11,6 +11,15 @@ extern "C" {
     #[wasm_bindgen(method, getter, js_name = onLine)]
     fn on_line(this: &Navigator) -> JsValue;
 
+    type Location;
+    #[wasm_bindgen(method, getter)]
+    fn href(this: &Location) -> JsValue;
+
+    #[wasm_bindgen(js_name = URL)]
+    type HostUrl;
+    #[wasm_bindgen(constructor, catch, js_class = URL)]
+    fn new(input: &JsValue, base: &JsValue) -> Result<HostUrl, JsValue>;
+
     /// The global object, for reading its current `fetch`.
     type Global;
     #[wasm_bindgen(method, getter, js_name = fetch)]
@@ -83,15 +92,17 @@ pub fn epoch_ms() -> f64 {
     js_sys::Date::now()
 }
 
-/// The page's own address, against which relative URLs resolve.
-pub fn location_href() -> Option<String> {
-    let loc = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("location")).ok()?;
-    if !loc.is_object() {
-        return None;
-    }
-    js_sys::Reflect::get(&loc, &JsValue::from_str("href"))
-        .ok()
-        .and_then(|v| v.as_string())
+/// The page's own address (a JS string), against which relative URLs
+/// resolve; undefined where the host has none (Node). Read per call: a
+/// single-page app moves it.
+pub fn location_href() -> JsValue {
+    LOCATION.with(|l| l.as_ref().map_or(JsValue::UNDEFINED, Location::href))
+}
+
+/// `new URL(input, base)`, kept as JS values: no string copied into wasm
+/// and back. `base` may be undefined.
+pub fn parse_url(input: &JsValue, base: &JsValue) -> Result<web_sys::Url, JsValue> {
+    HostUrl::new(input, base).map(JsCast::unchecked_into)
 }
 
 fn random_bytes<const N: usize>() -> [u8; N] {
@@ -169,9 +180,16 @@ pub fn global_target() -> Option<web_sys::EventTarget> {
         .map(|_| g.unchecked_into())
 }
 
-thread_local! {
-    static NAVIGATOR: Option<Navigator> = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("navigator"))
+/// A global object looked up once (`navigator`, `location`: each realm has
+/// its own for good), if the host has it.
+fn global_object<T: JsCast>(name: &str) -> Option<T> {
+    js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str(name))
         .ok()
         .filter(JsValue::is_object)
-        .map(JsCast::unchecked_into);
+        .map(JsCast::unchecked_into)
+}
+
+thread_local! {
+    static NAVIGATOR: Option<Navigator> = global_object("navigator");
+    static LOCATION: Option<Location> = global_object("location");
 }

@@ -80,7 +80,10 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, CallError> 
         _ => None,
     };
     // Client-level and call-level headers are both on the built request.
-    let authorized = call.target.headers().has("authorization").unwrap_or(true);
+    let authorized = call
+        .target
+        .headers()
+        .is_some_and(|h| h.has("authorization").unwrap_or(true));
     let key = match cache_key {
         Some(k) => Some(k),
         None if authorized => None,
