@@ -842,3 +842,45 @@ async fn hostile_responses_give_typed_errors_and_the_client_works_on() {
     assert!(text.as_string().is_some());
     assert_eq!(stat(&client, "inFlight"), 0.0);
 }
+
+/// A listener runs inside the engine's poll of a call. A call it starts
+/// there and a signal it aborts there (the very call being polled) are
+/// queued for later polls, never polled inside this one, and settle as they
+/// would anywhere else.
+#[wasm_bindgen_test]
+async fn calls_started_and_aborted_from_inside_a_listener_settle() {
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    let id = test_id("reentrant");
+    let client = Rc::new(Client::new(JsValue::UNDEFINED).unwrap());
+    let victim = web_sys::AbortController::new().unwrap();
+    let inner: Rc<RefCell<Option<JsFuture>>> = Rc::default();
+    let fired = Rc::new(Cell::new(false));
+    let listener = {
+        let (c, v, inner, u) = (
+            client.clone(),
+            victim.clone(),
+            inner.clone(),
+            url("/echo", &id),
+        );
+        Closure::<dyn FnMut(JsValue)>::new(move |_e: JsValue| {
+            if fired.replace(true) {
+                return;
+            }
+            v.abort();
+            let p = c.request(JsValue::from_str(&u), JsValue::UNDEFINED);
+            *inner.borrow_mut() = Some(JsFuture::from(p));
+        })
+    };
+    client.on("attempt", listener.as_ref().clone()).unwrap();
+    let outer = request_with_signal(&client, &url("/hang", &id), "{}", &victim.signal());
+    let err = outer.await.unwrap_err();
+    assert_eq!(name(&err), "AbortError");
+    let started = inner.borrow_mut().take().expect("the listener ran");
+    let body = started.await.unwrap();
+    assert_eq!(get(&body, "method").as_string().unwrap(), "GET");
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+    let log = server_log(&id).await;
+    assert_eq!(log.length(), 1, "the aborted call sent nothing");
+    assert_eq!(get(&log.get(0), "path").as_string().unwrap(), "/echo");
+}

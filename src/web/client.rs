@@ -7,7 +7,6 @@ use std::rc::Rc;
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::future_to_promise;
 use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 
 use super::cancel::Cancel;
@@ -21,6 +20,7 @@ use super::host::{
 };
 use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
 use super::schema;
+use super::task::spawn_promise;
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
 use crate::text::{cat, decimal, split_http_href};
 
@@ -108,7 +108,7 @@ impl Client {
             });
         match prepared {
             Ok((call, signal, o)) => {
-                future_to_promise(schema::run(self.engine.clone(), call, signal, o))
+                spawn_promise(schema::run(self.engine.clone(), call, signal, o))
             }
             Err(e) => Promise::reject(&e.to_js()),
         }
@@ -229,7 +229,7 @@ impl Client {
     fn spawn(&self, call: Call, signal: Option<AbortSignal>) -> Promise {
         let call = self.engine.clone().call(call, signal);
         let make = self.make_error.clone();
-        future_to_promise(async move { call.await.map_err(|d| to_class(&make, d)) })
+        spawn_promise(async move { call.await.map_err(|d| to_class(&make, d)) })
     }
 
     fn request_id(&self) -> String {

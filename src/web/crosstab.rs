@@ -20,7 +20,6 @@ use std::rc::Weak;
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 
 use super::convert::{get, Obj};
 use super::engine::Engine;
@@ -216,7 +215,7 @@ async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
     );
     // Its own promise settles with the callback's: when released.
     Reflect::apply(&request, locks, &args).ok()?;
-    let ok = JsFuture::from(granted).await.ok()?.as_bool() == Some(true);
+    let ok = super::task::settle(granted).await.ok()?.as_bool() == Some(true);
     ok.then(|| ProbeLock {
         release: release.take(),
         lease: None,

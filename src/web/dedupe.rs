@@ -112,7 +112,7 @@ impl Future for Lead {
             if let Poll::Ready(out) = self.join.as_mut().poll(cx) {
                 if self.network.is_none() || !self.flight.is_cancelled() {
                     if let Some(n) = self.network.take() {
-                        wasm_bindgen_futures::spawn_local(n);
+                        super::task::spawn(n);
                     }
                     return Poll::Ready(out);
                 }

@@ -10,12 +10,12 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Headers, Request, RequestInit, Response};
 
 use super::cancel::{Alarm, Cancel};
 use super::convert::get;
 use super::host::{global_fetch, json_parse};
+use super::task::settle;
 
 /// What a call resolves with.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -151,7 +151,7 @@ async fn run(target: &Target, mode: Mode, ctl: &AbortController) -> Result<Attem
             }
         }
     };
-    let resp: Response = JsFuture::from(sent).await?.unchecked_into();
+    let resp: Response = settle(sent).await?.unchecked_into();
     let status = resp.status();
     if !(200..300).contains(&status) {
         let retry_after = resp.headers().get("retry-after").ok().flatten();
@@ -169,13 +169,13 @@ async fn run(target: &Target, mode: Mode, ctl: &AbortController) -> Result<Attem
     }
     let value = match mode {
         Mode::Fetch | Mode::Request(ResponseType::Response) => resp.into(),
-        Mode::Request(ResponseType::Text) => JsFuture::from(resp.text()?).await?,
+        Mode::Request(ResponseType::Text) => settle(resp.text()?).await?,
         Mode::Request(ResponseType::Bytes) => {
-            let buf = JsFuture::from(resp.array_buffer()?).await?;
+            let buf = settle(resp.array_buffer()?).await?;
             js_sys::Uint8Array::new(&buf).into()
         }
         Mode::Request(ResponseType::Json) => {
-            let text: js_sys::JsString = JsFuture::from(resp.text()?).await?.unchecked_into();
+            let text: js_sys::JsString = settle(resp.text()?).await?.unchecked_into();
             // An empty (or blank) body is undefined, not a ParseError;
             // looked at only when the parse fails.
             match json_parse(&text) {
@@ -200,7 +200,7 @@ async fn read_prefix(resp: &Response, max: u32) -> Result<JsValue, JsValue> {
     stream.set_stream(true);
     let mut text = js_sys::JsString::from("");
     loop {
-        let chunk = JsFuture::from(reader.read()).await?;
+        let chunk = settle(reader.read()).await?;
         if get(&chunk, "done")?.is_truthy() {
             let tail = decoder.decode()?;
             text = text.concat(&JsValue::from_str(&tail));

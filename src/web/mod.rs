@@ -17,6 +17,7 @@ mod host;
 mod options;
 mod schema;
 mod storage;
+mod task;
 mod vecmap;
 
 pub use client::Client;

@@ -33,16 +33,21 @@ fn join(prefix: &str, k: &str) -> String {
 
 /// A reader over one options object; `prefix` makes dotted option names.
 pub struct Reader<'a> {
-    obj: &'a JsValue,
+    /// The object, or None for `undefined`/`null` (every key absent).
+    obj: Option<&'a JsValue>,
     prefix: &'a str,
 }
 
 impl<'a> Reader<'a> {
     /// `undefined`/`null` read as an empty object; anything but an object is invalid.
     pub fn new(obj: &'a JsValue, name: &'a str) -> Result<Reader<'a>, OptionsError> {
-        if !(obj.is_undefined() || obj.is_null() || obj.is_object()) || obj.is_function() {
+        let obj = if obj.is_undefined() || obj.is_null() {
+            None
+        } else if obj.is_object() && !obj.is_function() {
+            Some(obj)
+        } else {
             return Err(err(name, "must be an object"));
-        }
+        };
         Ok(Reader {
             obj,
             prefix: if name == "options" { "" } else { name },
@@ -51,10 +56,10 @@ impl<'a> Reader<'a> {
 
     /// The raw value, `None` when absent (`undefined`).
     pub fn value(&self, k: &str) -> Result<Option<JsValue>, OptionsError> {
-        if !self.obj.is_object() {
+        let Some(obj) = self.obj else {
             return Ok(None);
-        }
-        match get(self.obj, k) {
+        };
+        match get(obj, k) {
             Ok(v) if v.is_undefined() => Ok(None),
             Ok(v) => Ok(Some(v)),
             Err(_) => Err(err(&join(self.prefix, k), "could not be read")),
@@ -139,7 +144,7 @@ impl<'a> Reader<'a> {
             Some(v) if v.is_object() && !v.is_function() => {
                 let name = join(self.prefix, k);
                 let sub = Reader {
-                    obj: &v,
+                    obj: Some(&v),
                     prefix: &name,
                 };
                 read(&sub).map(Toggle::On)

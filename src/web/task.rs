@@ -1,0 +1,215 @@
+//! The executor the client's calls run on.
+//!
+//! js-sys's executor queues a microtask for every wake-up, so each awaited
+//! promise costs a hop through the microtask queue after its reaction job:
+//! three per `request()` (the response, its body, the flight's answer). Here
+//! a task woken by a promise it awaits through [`settle`] is polled right in
+//! the promise's reaction job, which the event loop runs on a clean stack.
+//! Every other wake-up (a gate opened by a cancel or by another call, a
+//! timer, a task waking itself) is queued as before, and a poll never nests
+//! inside another: a task woken while any task is being polled is queued.
+//! The first poll of a new task is queued too, so nothing a call does (its
+//! events included) runs inside the `request()` that started it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = queueMicrotask)]
+    fn queue_microtask(f: &Closure<dyn FnMut()>);
+}
+
+type Boxed = Pin<Box<dyn Future<Output = ()>>>;
+
+struct Task {
+    /// The future and the waker it is polled with; `None` once it is done,
+    /// which also breaks the task -> waker -> task cycle.
+    slot: RefCell<Option<(Boxed, Waker)>>,
+    /// In the run queue (a second wake-up adds nothing).
+    queued: Cell<bool>,
+}
+
+thread_local! {
+    static POLLING: Cell<bool> = const { Cell::new(false) };
+    static SCHEDULED: Cell<bool> = const { Cell::new(false) };
+    static QUEUE: RefCell<VecDeque<Rc<Task>>> = const { RefCell::new(VecDeque::new()) };
+    static DRAIN: Closure<dyn FnMut()> = Closure::new(drain);
+}
+
+/// Runs `future` to its end, its first poll one microtask from now.
+pub fn spawn(future: impl Future<Output = ()> + 'static) {
+    let task = Rc::new(Task {
+        slot: RefCell::new(None),
+        queued: Cell::new(false),
+    });
+    // SAFETY: see `raw_waker`.
+    let waker = unsafe { Waker::from_raw(raw_waker(task.clone(), &QUEUED)) };
+    *task.slot.borrow_mut() = Some((Box::pin(future), waker));
+    schedule(task);
+}
+
+/// A promise for `future`'s result, the future run by [`spawn`].
+pub fn spawn_promise(
+    future: impl Future<Output = Result<JsValue, JsValue>> + 'static,
+) -> js_sys::Promise {
+    let mut future = Some(future);
+    js_sys::Promise::new(&mut |resolve, reject| {
+        if let Some(f) = future.take() {
+            spawn(async move {
+                let (settle, value) = match f.await {
+                    Ok(v) => (resolve, v),
+                    Err(e) => (reject, e),
+                };
+                let _ = settle.call1(&JsValue::UNDEFINED, &value);
+            });
+        }
+    })
+}
+
+/// Awaits `promise`; the task goes on inside the promise's reaction job.
+pub fn settle(promise: js_sys::Promise) -> Settle {
+    Settle(JsFuture::from(promise))
+}
+
+pub struct Settle(JsFuture);
+
+impl Future for Settle {
+    type Output = Result<JsValue, JsValue>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let waker = cx.waker();
+        if !std::ptr::eq(waker.vtable(), &QUEUED) {
+            // Not one of our tasks (a test's executor): its own rules.
+            return Pin::new(&mut self.0).poll(cx);
+        }
+        // SAFETY: a waker with our vtable holds an `Rc<Task>` (see
+        // `raw_waker`); it is borrowed here, and the clone owns its count.
+        let task = unsafe { borrowed(waker.data()) };
+        let now = unsafe { Waker::from_raw(raw_waker(Rc::clone(&*task), &AT_ONCE)) };
+        Pin::new(&mut self.0).poll(&mut Context::from_waker(&now))
+    }
+}
+
+fn schedule(task: Rc<Task>) {
+    if task.queued.replace(true) {
+        return;
+    }
+    QUEUE.with(|q| q.borrow_mut().push_back(task));
+    if !SCHEDULED.with(|s| s.replace(true)) {
+        DRAIN.with(queue_microtask);
+    }
+}
+
+/// The queue's microtask: runs the tasks queued before it started (those
+/// queued meanwhile get a microtask of their own).
+fn drain() {
+    SCHEDULED.with(|s| s.set(false));
+    let n = QUEUE.with(|q| q.borrow().len());
+    for _ in 0..n {
+        let Some(task) = QUEUE.with(|q| q.borrow_mut().pop_front()) else {
+            break;
+        };
+        // Already run in a reaction job since it was queued: nothing to do.
+        if task.queued.get() {
+            run(&task);
+        }
+    }
+}
+
+/// Polls the task once. Only ever entered from a microtask or a reaction
+/// job, never from inside another poll.
+fn run(task: &Rc<Task>) {
+    task.queued.set(false);
+    let mut slot = task.slot.borrow_mut();
+    let Some((future, waker)) = slot.as_mut() else {
+        return;
+    };
+    let _polling = Polling::enter();
+    if future
+        .as_mut()
+        .poll(&mut Context::from_waker(waker))
+        .is_ready()
+    {
+        *slot = None;
+    }
+}
+
+/// Marks a poll in progress, and clears the mark however the poll ends.
+struct Polling;
+
+impl Polling {
+    fn enter() -> Polling {
+        POLLING.with(|p| p.set(true));
+        Polling
+    }
+}
+
+impl Drop for Polling {
+    fn drop(&mut self) {
+        POLLING.with(|p| p.set(false));
+    }
+}
+
+fn wake_at_once(task: Rc<Task>) {
+    if POLLING.with(Cell::get) {
+        schedule(task);
+    } else {
+        run(&task);
+    }
+}
+
+// The wakers: an `Rc<Task>` behind a raw pointer. Sound here because a wasm
+// module without the atomics feature has one thread: the `Send + Sync` that
+// `Waker` promises is never exercised. js-sys's executor does the same.
+
+static QUEUED: RawWakerVTable = RawWakerVTable::new(clone_queued, wake, wake_by_ref, drop_raw);
+static AT_ONCE: RawWakerVTable =
+    RawWakerVTable::new(clone_at_once, wake_now, wake_now_by_ref, drop_raw);
+
+/// # Safety
+/// The pointer owns one count of `task`; the vtable's functions give it back.
+unsafe fn raw_waker(task: Rc<Task>, vtable: &'static RawWakerVTable) -> RawWaker {
+    RawWaker::new(Rc::into_raw(task).cast::<()>(), vtable)
+}
+
+/// # Safety
+/// `ptr` comes from `raw_waker` and its count is still owned by a waker.
+unsafe fn borrowed(ptr: *const ()) -> ManuallyDrop<Rc<Task>> {
+    ManuallyDrop::new(unsafe { Rc::from_raw(ptr.cast::<Task>()) })
+}
+
+unsafe fn clone_queued(ptr: *const ()) -> RawWaker {
+    unsafe { raw_waker(Rc::clone(&*borrowed(ptr)), &QUEUED) }
+}
+
+unsafe fn clone_at_once(ptr: *const ()) -> RawWaker {
+    unsafe { raw_waker(Rc::clone(&*borrowed(ptr)), &AT_ONCE) }
+}
+
+unsafe fn wake(ptr: *const ()) {
+    schedule(unsafe { Rc::from_raw(ptr.cast::<Task>()) });
+}
+
+unsafe fn wake_by_ref(ptr: *const ()) {
+    schedule(Rc::clone(&*unsafe { borrowed(ptr) }));
+}
+
+unsafe fn wake_now(ptr: *const ()) {
+    wake_at_once(unsafe { Rc::from_raw(ptr.cast::<Task>()) });
+}
+
+unsafe fn wake_now_by_ref(ptr: *const ()) {
+    wake_at_once(Rc::clone(&*unsafe { borrowed(ptr) }));
+}
+
+unsafe fn drop_raw(ptr: *const ()) {
+    drop(unsafe { Rc::from_raw(ptr.cast::<Task>()) });
+}
