@@ -89,6 +89,21 @@ async fn invalid_options_name_the_option() {
     assert_eq!(get(&err, "option").as_string().unwrap(), "url");
     let message = get(&err, "message").as_string().unwrap();
     assert!(!message.contains("secret"), "{message}");
+    // fetch() names the URL too, for a string and a URL object, before the
+    // Request constructor (which rejects credentials vaguely) runs.
+    for input in [
+        JsValue::from_str("http://user:secret@127.0.0.1:1/"),
+        web_sys::Url::new("https://user:secret@127.0.0.1:1/x")
+            .unwrap()
+            .into(),
+    ] {
+        let err = JsFuture::from(client.fetch(input, JsValue::UNDEFINED))
+            .await
+            .unwrap_err();
+        assert_eq!(get(&err, "option").as_string().unwrap(), "url");
+        let message = get(&err, "message").as_string().unwrap();
+        assert!(!message.contains("secret"), "{message}");
+    }
     // Refused before anything is sent, whether or not the call has a body.
     for options in [
         r#"{"method": "trace"}"#,

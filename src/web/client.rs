@@ -364,19 +364,21 @@ impl Client {
             let _ = js_sys::Reflect::delete_property(&plain, &JsValue::from_str("signal"));
         }
         let plain: RequestInit = plain.unchecked_into();
-        let (request, url) = if instance_of::<Request>(input) {
+        // The URL is checked (credentials refused by name) before the
+        // Request constructor, which would reject it with a vaguer error.
+        let (request, (href, endpoint)) = if instance_of::<Request>(input) {
             let req: &Request = input.unchecked_ref();
-            let url = self.resolve_url(&req.url().into())?;
+            let parts = endpoint(&self.resolve_url(&req.url().into())?)?;
             let request = Request::new_with_request_and_init(req, &plain)
                 .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
             // A Request's own signal is the caller's unless init gives one.
             common.signal = common.signal.or_else(|| Some(req.signal()));
-            (request, url)
+            (request, parts)
         } else {
-            let url = self.resolve_url(input)?;
-            let request = Request::new_with_str_and_init(&url.href(), &plain)
+            let parts = endpoint(&self.resolve_url(input)?)?;
+            let request = Request::new_with_str_and_init(&parts.0, &plain)
                 .map_err(|_| opt_err("init", "was rejected by the Request constructor"))?;
-            (request, url)
+            (request, parts)
         };
         let headers = request.headers();
         for (k, v) in &self.headers {
@@ -384,7 +386,6 @@ impl Client {
                 let _ = headers.set(k, v);
             }
         }
-        let (href, endpoint) = endpoint(&url)?;
         let method = request.method();
         Ok(self.call(
             endpoint,
