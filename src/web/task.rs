@@ -2,7 +2,8 @@
 //!
 //! js-sys's executor queues a microtask for every wake-up, so each awaited
 //! promise costs a hop through the microtask queue after its reaction job:
-//! three per `request()` (the response, its body, the flight's answer). Here
+//! two per `request()` (the response and its body), the second measured at
+//! 40-55 µs in Chromium behind what the body stream had queued. Here
 //! a task woken by a promise it awaits through [`settle`] is polled right in
 //! the promise's reaction job, which the event loop runs on a clean stack.
 //! Every other wake-up (a gate opened by a cancel or by another call, a
