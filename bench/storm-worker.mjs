@@ -98,7 +98,7 @@ async function run() {
   const make = factories[cfg.strategy];
   if (!make) throw new Error(`unknown strategy ${cfg.strategy}`);
   const clients = [];
-  for (let i = 0; i < cfg.clients; i++) clients.push(await make(cfg.strategyOptions ?? {}));
+  for (let i = 0; i < cfg.clients; i++) clients.push(await make(cfg.strategyOptions ?? {}, cfg.via));
   // stormguard's breaker transitions per client: [ms since t0, to]
   const transitions = clients.map(() => []);
   if (cfg.strategy === 'stormguard') {

@@ -108,10 +108,16 @@ export function makeStrategies({ ky, cockatiel, createClient, fetch: fetchOpt } 
       };
     },
 
-    async stormguard(options = {}) {
+    // via 'schema': the call is client.schema(url), which answers with the last good copy (kept in
+    // memory in Node) when the network call fails or the circuit is open; only source 'none' fails.
+    async stormguard(options = {}, via = 'request') {
       const client = await need(createClient, 'stormguard')(options);
+      const viaSchema = (url) => client.schema(url).then((r) => {
+        if (r.source === 'none') throw r.error ?? new Error('no copy');
+        return r.data;
+      });
       return {
-        call: (url) => client.request(url),
+        call: via === 'schema' ? viaSchema : (url) => client.request(url),
         stats: () => client.stats(),
         close: () => client.close(),
         client,
