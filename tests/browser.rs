@@ -544,6 +544,32 @@ async fn identical_concurrent_gets_share_one_request() {
     assert!(stat(&client, "amplification") < 1.0);
 }
 
+/// Callers of one shared GET leave it one by one: a joiner's abort and the
+/// first caller's abort reject only themselves, and whoever still waits
+/// gets the one response.
+#[wasm_bindgen_test]
+async fn a_shared_get_outlives_the_callers_that_abort() {
+    let id = test_id("dedupe-abort");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let u = url("/delay?ms=300", &id);
+    let (first_ctl, joiner_ctl) = (
+        web_sys::AbortController::new().unwrap(),
+        web_sys::AbortController::new().unwrap(),
+    );
+    let first = request_with_signal(&client, &u, "{}", &first_ctl.signal());
+    let joiner = request_with_signal(&client, &u, "{}", &joiner_ctl.signal());
+    let last = JsFuture::from(client.request(JsValue::from_str(&u), obj("{}")));
+    wait_for_log(&id, 1).await;
+    joiner_ctl.abort();
+    assert_eq!(name(&joiner.await.unwrap_err()), "AbortError");
+    first_ctl.abort();
+    assert_eq!(name(&first.await.unwrap_err()), "AbortError");
+    assert_eq!(get(&last.await.unwrap(), "ok"), JsValue::TRUE);
+    assert_eq!(server_log(&id).await.length(), 1);
+    assert_eq!(stat(&client, "deduped"), 2.0);
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+}
+
 #[wasm_bindgen_test]
 async fn http_error_body_is_capped_and_the_rest_never_downloaded() {
     let id = test_id("huge-body");

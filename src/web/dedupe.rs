@@ -47,6 +47,11 @@ impl Flight {
         }
     }
 
+    /// Whether callers other than the first are waiting on the flight.
+    pub fn joined(&self) -> bool {
+        self.st.borrow().waiting > 1
+    }
+
     /// Waits for the shared outcome, or for this caller's own abort.
     pub async fn join(self: Rc<Self>, signal: Option<AbortSignal>) -> Outcome {
         let gate = Gate::new();
@@ -89,16 +94,19 @@ impl Flight {
 
 /// The first caller of a flight: drives the network call itself rather
 /// than spawning it as a task of its own (a task and a wake-up less per
-/// call), and waits on the flight like every other caller. If it stops
-/// waiting first (its abort) while others are still joined, the network
-/// call is handed to a task so they get their outcome; if its abort was the
-/// last, the aborted network call is all its own, and it answers once that
-/// call has ended (a few microtasks), so its slot is free when it settles.
+/// call), and waits on the flight like every other caller. When the call
+/// ends it takes the outcome as it is, and hands it to the flight only if
+/// others joined (most calls have no one to share with). If the caller
+/// stops waiting first (its abort) while others are still joined, the
+/// network call is handed to a task so they get their outcome; if its abort
+/// was the last, the aborted network call is all its own, and it answers
+/// once that call has ended (a few microtasks), so its slot is free when it
+/// settles.
 pub struct Lead {
-    pub network: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    /// The network call; it has left the engine's flights when it ends.
+    pub network: Option<Pin<Box<dyn Future<Output = Outcome>>>>,
     pub join: Pin<Box<dyn Future<Output = Outcome>>>,
-    /// The flight's cancel state, set when the last caller has aborted.
-    pub flight: Cancel,
+    pub flight: Rc<Flight>,
     /// The caller's answer, held while its aborted network call ends.
     pub answer: Option<Outcome>,
 }
@@ -110,25 +118,29 @@ impl Future for Lead {
         // the network call before it sends anything.
         if self.answer.is_none() {
             if let Poll::Ready(out) = self.join.as_mut().poll(cx) {
-                if self.network.is_none() || !self.flight.is_cancelled() {
+                if self.network.is_none() || !self.flight.cancel.is_cancelled() {
                     if let Some(n) = self.network.take() {
-                        super::task::spawn(n);
+                        let flight = self.flight.clone();
+                        super::task::spawn(async move { flight.finish(n.await) });
                     }
                     return Poll::Ready(out);
                 }
                 self.answer = Some(out);
             }
         }
-        match self.network.as_mut().map(|n| n.as_mut().poll(cx)) {
-            Some(Poll::Pending) => Poll::Pending,
-            // Finished: the flight's outcome is there for the caller now.
-            _ => {
-                self.network = None;
-                match self.answer.take() {
-                    Some(out) => Poll::Ready(out),
-                    None => self.join.as_mut().poll(cx),
-                }
-            }
+        let outcome = match self.network.as_mut().map(|n| n.as_mut().poll(cx)) {
+            Some(Poll::Pending) => return Poll::Pending,
+            Some(Poll::Ready(outcome)) => outcome,
+            None => return self.join.as_mut().poll(cx),
+        };
+        self.network = None;
+        if let Some(answer) = self.answer.take() {
+            // Nobody else was waiting: the flight was cancelled with the last.
+            return Poll::Ready(answer);
         }
+        if self.flight.joined() {
+            self.flight.finish(outcome.clone());
+        }
+        Poll::Ready(outcome)
     }
 }

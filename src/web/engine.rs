@@ -595,12 +595,12 @@ impl Engine {
                     st.flights.remove(&key);
                 }
             }
-            f.finish(outcome);
+            outcome
         });
         Lead {
             network: Some(network),
-            flight: flight.cancel.clone(),
-            join: Box::pin(flight.join(signal)),
+            join: Box::pin(flight.clone().join(signal)),
+            flight,
             answer: None,
         }
         .await
