@@ -205,11 +205,25 @@ async fn caller_abort_during_attempt_closes_the_connection() {
         now() - aborted_at
     );
     assert_eq!(name(&err), "AbortError");
+    assert_eq!(num(&err, "attempts"), 1.0);
+    assert!(num(&err, "elapsedMs") > 0.0);
+    assert!(!get(&err, "requestId").as_string().unwrap().is_empty());
     sleep(100).await;
     let log = server_log(&id).await;
     assert_eq!(log.length(), 1, "an aborted call is never retried");
     assert!(get(&log.get(0), "closedAt").as_f64().is_some());
     assert_eq!(stat(&client, "inFlight"), 0.0);
+    // Request ids number a client's calls 1, 2, 3 ...
+    let first = get(&err, "requestId").as_string().unwrap();
+    let next = request(&client, &url("/status/404", &id), "{}")
+        .await
+        .unwrap_err();
+    let next = get(&next, "requestId").as_string().unwrap();
+    assert!(
+        first.ends_with("-1") && next.ends_with("-2"),
+        "{first} then {next}"
+    );
+    assert_eq!(first.split('-').next(), next.split('-').next());
 }
 
 #[wasm_bindgen_test]
@@ -225,6 +239,8 @@ async fn caller_abort_during_backoff_sleep() {
     let err = pending.await.unwrap_err();
     assert!(now() - aborted_at < 50.0);
     assert_eq!(name(&err), "AbortError");
+    assert_eq!(num(&err, "attempts"), 1.0);
+    assert!(num(&err, "elapsedMs") >= 100.0);
     sleep(100).await;
     assert_eq!(server_log(&id).await.length(), 1);
 }
@@ -560,10 +576,27 @@ async fn a_shared_get_outlives_the_callers_that_abort() {
     let joiner = request_with_signal(&client, &u, "{}", &joiner_ctl.signal());
     let last = JsFuture::from(client.request(JsValue::from_str(&u), obj("{}")));
     wait_for_log(&id, 1).await;
+    sleep(20).await;
     joiner_ctl.abort();
-    assert_eq!(name(&joiner.await.unwrap_err()), "AbortError");
+    let joiner = joiner.await.unwrap_err();
     first_ctl.abort();
-    assert_eq!(name(&first.await.unwrap_err()), "AbortError");
+    let first = first.await.unwrap_err();
+    // Each caller's AbortError is its own: its request id and time, and the
+    // attempts the shared call had begun.
+    for e in [&joiner, &first] {
+        assert_eq!(name(e), "AbortError");
+        assert_eq!(num(e, "attempts"), 1.0);
+        assert!(
+            num(e, "elapsedMs") >= 20.0,
+            "elapsedMs {}",
+            num(e, "elapsedMs")
+        );
+    }
+    let ids = [get(&first, "requestId"), get(&joiner, "requestId")].map(|v| v.as_string().unwrap());
+    assert!(
+        !ids[0].is_empty() && !ids[1].is_empty() && ids[0] != ids[1],
+        "{ids:?}"
+    );
     assert_eq!(get(&last.await.unwrap(), "ok"), JsValue::TRUE);
     assert_eq!(server_log(&id).await.length(), 1);
     assert_eq!(stat(&client, "deduped"), 2.0);

@@ -120,6 +120,8 @@ struct CancelState {
     attempt: Option<AbortController>,
     /// The gate of the wait in progress (queue or backoff), opened on cancel.
     gate: Option<Gate>,
+    /// Attempts begun so far (a shared call's joiners report it too).
+    attempts: u32,
 }
 
 /// The cancel state of one call. Cheap to clone (shared).
@@ -151,6 +153,18 @@ impl Cancel {
         if let Some(g) = gate {
             g.open(Wake::Cancelled);
         }
+    }
+
+    /// Counts an attempt about to be made; returns its number (1 for the first).
+    pub fn begin_attempt(&self) -> u32 {
+        let mut st = self.0.borrow_mut();
+        st.attempts += 1;
+        st.attempts
+    }
+
+    /// Attempts begun so far.
+    pub fn attempts(&self) -> u32 {
+        self.0.borrow().attempts
     }
 
     /// Registers the attempt's controller (None when the attempt ends).

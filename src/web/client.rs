@@ -162,8 +162,8 @@ impl Client {
             .dyn_into::<js_sys::Function>()
             .map_err(|_| opt_err("listener", "must be a function").to_js())?;
         let mut st = self.engine.st.borrow_mut();
-        st.next_id += 1;
-        let id = u32::try_from(st.next_id).unwrap_or(u32::MAX);
+        st.next_key += 1;
+        let id = u32::try_from(st.next_key).unwrap_or(u32::MAX);
         st.listeners.push(Listener {
             id,
             event: event.to_string(),

@@ -16,8 +16,16 @@ use web_sys::AbortSignal;
 
 use super::cancel::{Cancel, CancelReason, EventLink, Gate, Wake};
 use super::errors::{CallError, ErrorKind};
+use super::host::now_ms;
 
 type Outcome = Result<JsValue, JsValue>;
+
+/// A caller waiting on a flight, for the AbortError it gets if it stops
+/// waiting: its own request id and time, the shared call's attempts.
+pub struct Waiter {
+    pub request_id: String,
+    pub started_ms: f64,
+}
 
 #[derive(Default)]
 struct FlightState {
@@ -53,7 +61,7 @@ impl Flight {
     }
 
     /// Waits for the shared outcome, or for this caller's own abort.
-    pub async fn join(self: Rc<Self>, signal: Option<AbortSignal>) -> Outcome {
+    pub async fn join(self: Rc<Self>, signal: Option<AbortSignal>, me: Waiter) -> Outcome {
         let gate = Gate::new();
         {
             let mut st = self.st.borrow_mut();
@@ -88,7 +96,11 @@ impl Flight {
         if last {
             self.cancel.cancel(CancelReason::Caller(reason.clone()));
         }
-        Err(CallError::new(ErrorKind::Abort { reason }).to_js())
+        let mut e = CallError::new(ErrorKind::Abort { reason });
+        e.request_id = me.request_id;
+        e.attempts = self.cancel.attempts();
+        e.elapsed_ms = (now_ms() - me.started_ms).max(0.0);
+        Err(e.to_js())
     }
 }
 

@@ -15,7 +15,7 @@ use web_sys::AbortSignal;
 use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
 use super::convert::Obj;
 use super::crosstab::{CrossTab, Peer};
-use super::dedupe::{Flight, Lead};
+use super::dedupe::{Flight, Lead, Waiter};
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Mode, Target};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
@@ -66,7 +66,10 @@ pub struct State {
     pub flights: VecMap<String, Rc<Flight>>,
     /// Retry-After cooldowns by breaker key: no attempt before this time.
     pub cooldowns: VecMap<String, f64>,
+    /// The last request number (request ids count 1, 2, 3 ... per client).
     pub next_id: u64,
+    /// The last internal key (of `calls` and `listeners`).
+    pub next_key: u64,
     pub closed: bool,
 }
 
@@ -97,6 +100,7 @@ impl Engine {
             flights: VecMap::new(),
             cooldowns: VecMap::new(),
             next_id: 0,
+            next_key: 0,
             closed: false,
         };
         Engine {
@@ -366,9 +370,9 @@ impl Engine {
     pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
         let deadline = Deadline::new(now_ms(), call.cfg.deadline_ms);
         self.st.borrow_mut().stats.requests += 1;
-        let mut attempts = 0;
-        let result = self.attempts(call, &deadline, &mut attempts).await;
+        let result = self.attempts(call, &deadline).await;
         result.map_err(|mut e| {
+            let attempts = call.cancel.attempts();
             e.request_id.clone_from(&call.request_id);
             e.attempts = attempts;
             e.elapsed_ms = deadline.elapsed(now_ms());
@@ -383,12 +387,7 @@ impl Engine {
         })
     }
 
-    async fn attempts(
-        &self,
-        call: &Call,
-        deadline: &Deadline,
-        attempts: &mut u32,
-    ) -> Result<JsValue, CallError> {
+    async fn attempts(&self, call: &Call, deadline: &Deadline) -> Result<JsValue, CallError> {
         let retry = call.cfg.retry.clone().unwrap_or_else(RetryConfig::off);
         let mut backoff = Backoff::from_config(&retry);
         loop {
@@ -426,19 +425,19 @@ impl Engine {
                 self.breaker_record(call, permit, Sample::Ignored);
                 return Err(e);
             }
-            *attempts += 1;
+            let attempt = call.cancel.begin_attempt();
             let now = now_ms();
             {
                 let mut st = self.st.borrow_mut();
                 st.stats.attempts += 1;
-                if *attempts == 1 {
+                if attempt == 1 {
                     if let Some(b) = st.budget.as_mut() {
                         b.record_call(now);
                     }
                 }
             }
             let remaining = deadline.remaining(now);
-            self.emit_call("attempt", call, *attempts, &|o| {
+            self.emit_call("attempt", call, attempt, &|o| {
                 o.set("elapsedMs", deadline.elapsed(now))
                     .set("remainingMs", remaining);
             });
@@ -467,7 +466,7 @@ impl Engine {
                 }
                 AttemptEnd::Timeout => {
                     self.st.borrow_mut().stats.timeouts += 1;
-                    self.emit_call("timeout", call, *attempts, &|o| {
+                    self.emit_call("timeout", call, attempt, &|o| {
                         o.set("elapsedMs", deadline.elapsed(now_ms()));
                     });
                     let e = CallError::new(ErrorKind::Timeout { phase });
@@ -514,7 +513,7 @@ impl Engine {
             let now = now_ms();
             let input = RetryInput {
                 outcome,
-                attempts_made: *attempts,
+                attempts_made: attempt,
                 method: &call.method,
                 has_idempotency_key: call.has_key,
                 retry_after_ms: retry_after,
@@ -545,7 +544,7 @@ impl Engine {
                 fetch::discard(resp);
             }
             self.st.borrow_mut().stats.retries += 1;
-            self.emit_call("retry", call, *attempts, &|o| {
+            self.emit_call("retry", call, attempt, &|o| {
                 o.set("delayMs", delay).set("errorName", err.name());
                 if let ErrorKind::Http { status, .. } = err.kind {
                     o.set("status", status);
@@ -568,6 +567,10 @@ impl Engine {
         let Some(key) = call.dedupe_key.clone() else {
             return self.run_linked(call, signal).await;
         };
+        let me = Waiter {
+            request_id: call.request_id.clone(),
+            started_ms: now_ms(),
+        };
         let joined = self.st.borrow().flights.get(&key).cloned();
         if let Some(f) = joined {
             {
@@ -575,7 +578,7 @@ impl Engine {
                 st.stats.requests += 1;
                 st.stats.deduped += 1;
             }
-            return f.join(signal).await;
+            return f.join(signal, me).await;
         }
         let flight = Rc::new(Flight::default());
         self.st
@@ -599,7 +602,7 @@ impl Engine {
         });
         Lead {
             network: Some(network),
-            join: Box::pin(flight.clone().join(signal)),
+            join: Box::pin(flight.clone().join(signal, me)),
             flight,
             answer: None,
         }
@@ -611,9 +614,11 @@ impl Engine {
         call: Call,
         signal: Option<AbortSignal>,
     ) -> Result<JsValue, JsValue> {
-        let id = self.next_id();
+        let id;
         {
             let mut st = self.st.borrow_mut();
+            st.next_key += 1;
+            id = st.next_key;
             if st.closed {
                 drop(st);
                 call.cancel.cancel(CancelReason::Closed);
