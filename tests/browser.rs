@@ -414,6 +414,11 @@ async fn breaker_opens_then_probes_then_closes() {
     assert_eq!(stat(&client, "breakerOpens"), 1.0);
 
     sleep(350).await;
+    // The open period's end is reported when it comes, before any call asks.
+    assert_eq!(transitions.length(), 2);
+    let half_open = transitions.get(1);
+    assert_eq!(get(&half_open, "to").as_string().unwrap(), "half-open");
+    assert_eq!(get(&half_open, "requestId").as_string().unwrap(), "");
     let probe_id = test_id("breaker-probe");
     let calls: Vec<JsFuture> = (0..3)
         .map(|i| {

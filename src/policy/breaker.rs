@@ -8,8 +8,9 @@
 //! outage hears almost nothing from this client.
 //!
 //! States: Closed -> Open (rate or run of failures) -> HalfOpen (the open
-//! period passed; noticed lazily by the next `acquire`, `record`, `state` or
-//! `snapshot`) -> Closed (a probe succeeded: window cleared, period back to
+//! period passed; noticed by the next `acquire`, `record`, `state`,
+//! `snapshot` or `refresh`, which the boundary calls on a timer set for
+//! `next_half_open`, so the transition is reported on time) -> Closed (a probe succeeded: window cleared, period back to
 //! `openMs`) or Open again (a probe failed: twice the last period, at most
 //! `maxOpenMs`).
 //!
@@ -348,11 +349,29 @@ impl Breakers {
         c.state
     }
 
-    /// Every tracked breaker, by key.
-    pub fn snapshot(&mut self, now_ms: f64) -> Vec<Snapshot> {
-        let mut out = Vec::with_capacity(self.circuits.len());
+    /// When the first open breaker's period ends (None when none is open):
+    /// the time to `refresh`, so it turns half-open then and not only when
+    /// a call next asks.
+    pub fn next_half_open(&self) -> Option<f64> {
+        self.circuits
+            .iter()
+            .filter(|(_, c)| c.state == State::Open)
+            .map(|(_, c)| c.open_until)
+            .reduce(f64::min)
+    }
+
+    /// Turns every breaker whose open period has passed half-open.
+    pub fn refresh(&mut self, now_ms: f64) {
         for (key, c) in &mut self.circuits {
             self.log.push(key, c.refresh(now_ms));
+        }
+    }
+
+    /// Every tracked breaker, by key.
+    pub fn snapshot(&mut self, now_ms: f64) -> Vec<Snapshot> {
+        self.refresh(now_ms);
+        let mut out = Vec::with_capacity(self.circuits.len());
+        for (key, c) in &self.circuits {
             let (samples, failures) = c.tally(now_ms);
             let shedding = self
                 .cfg
@@ -666,6 +685,37 @@ mod tests {
         changes(&mut b);
         assert_eq!(b.acquire(K, 6000.0, 0.5), Ok(Permit::Probe));
         assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
+    }
+
+    #[test]
+    fn refresh_at_next_half_open_turns_the_earliest_on_time() {
+        let mut b = Breakers::new(cfg());
+        assert_eq!(b.next_half_open(), None);
+        open(&mut b, 0.0);
+        for _ in 0..4 {
+            call(&mut b, "other", Sample::Failure, 1000.0).unwrap();
+        }
+        changes(&mut b);
+        assert_eq!(b.next_half_open(), Some(5000.0));
+        b.refresh(4999.0);
+        assert!(changes(&mut b).is_empty());
+        b.refresh(5000.0);
+        assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
+        assert_eq!(b.next_half_open(), Some(6000.0));
+        b.refresh(6000.0);
+        assert_eq!(changes(&mut b), [(State::Open, State::HalfOpen)]);
+        assert_eq!(
+            b.next_half_open(),
+            None,
+            "half-open waits for probes, not time"
+        );
+        let p = b.acquire(K, 6000.0, 0.5).unwrap();
+        b.record(K, p, Sample::Failure, 6000.0);
+        assert_eq!(
+            b.next_half_open(),
+            Some(16000.0),
+            "a failed probe re-opens for twice"
+        );
     }
 
     #[test]

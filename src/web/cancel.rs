@@ -237,17 +237,27 @@ impl Drop for EventLink {
     }
 }
 
-/// An attempt's timer: at `at`, flag the attempt as timed out and abort it.
+/// What a due alarm does.
+enum Action {
+    /// An attempt's timeout: flag the attempt as timed out and abort it.
+    Abort {
+        ctl: AbortController,
+        timed_out: Rc<Cell<bool>>,
+    },
+    /// Anything else (a breaker's open period ending).
+    Run(Box<dyn FnOnce()>),
+}
+
 struct Due {
     id: u64,
     at: f64,
-    ctl: AbortController,
-    timed_out: Rc<Cell<bool>>,
+    action: Action,
 }
 
-/// Every attempt timer of the module on one host timer, armed for the
-/// earliest. Attempts usually end long before their timeout, so a call
-/// costs no `setTimeout`/`clearTimeout` pair and no closure: the host timer
+/// Every timer of the module (attempt timeouts, breaker periods) on one
+/// host timer, armed for the earliest. Attempts usually end long before
+/// their timeout, so a call costs no `setTimeout`/`clearTimeout` pair and
+/// no closure: the host timer
 /// is re-armed only when a new attempt is due before the armed time, or
 /// when it fires. It is never cleared when idle (unref'd in Node, so it
 /// keeps no process alive); firing with nothing due costs one scan.
@@ -296,29 +306,44 @@ fn fire_alarms() {
         expired
     });
     for d in expired {
-        d.timed_out.set(true);
-        d.ctl.abort();
+        match d.action {
+            Action::Abort { ctl, timed_out } => {
+                timed_out.set(true);
+                ctl.abort();
+            }
+            Action::Run(f) => f(),
+        }
     }
 }
 
-/// An attempt's timer, removed when dropped.
+/// A timer on the module's one host timer, removed when dropped.
 pub struct Alarm(u64);
 
 impl Alarm {
     /// In `ms`, sets `timed_out` and aborts `ctl`.
     pub fn new(ms: f64, ctl: &AbortController, timed_out: &Rc<Cell<bool>>) -> Alarm {
+        Alarm::at(
+            ms,
+            Action::Abort {
+                ctl: ctl.clone(),
+                timed_out: timed_out.clone(),
+            },
+        )
+    }
+
+    /// In `ms`, calls `f`.
+    pub fn run(ms: f64, f: impl FnOnce() + 'static) -> Alarm {
+        Alarm::at(ms, Action::Run(Box::new(f)))
+    }
+
+    fn at(ms: f64, action: Action) -> Alarm {
         let now = now_ms();
         let at = now + ms;
         ALARMS.with(|a| {
             let mut a = a.borrow_mut();
             a.next_id += 1;
             let id = a.next_id;
-            a.due.push(Due {
-                id,
-                at,
-                ctl: ctl.clone(),
-                timed_out: timed_out.clone(),
-            });
+            a.due.push(Due { id, at, action });
             a.arm(at, now);
             Alarm(id)
         })

@@ -207,7 +207,7 @@ impl Client {
             .map_or(DEFAULT_PREFIX, |s| s.prefix.as_str())
             .to_owned();
         let cross_tab = cfg.cross_tab;
-        let engine = Rc::new(Engine::new(cfg));
+        let engine = Engine::new(cfg);
         if cross_tab {
             if let Some(x) = CrossTab::new(&prefix, Rc::downgrade(&engine)) {
                 let _ = engine.crosstab.set(x);

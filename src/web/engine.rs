@@ -6,13 +6,13 @@
 //! `await` or while a JS listener runs.
 
 use std::cell::{OnceCell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use js_sys::Function;
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
-use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
+use super::cancel::{gate_timer, Alarm, Cancel, CancelReason, EventLink, Gate, Wake};
 use super::convert::Obj;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
@@ -78,13 +78,17 @@ pub struct Engine {
     pub st: RefCell<State>,
     /// Set once after construction when `crossTab` is on and the host can.
     pub crosstab: OnceCell<CrossTab>,
+    /// The timer that turns the first open breaker half-open when its
+    /// period ends, and that time.
+    half_open: RefCell<Option<(Alarm, f64)>>,
+    me: Weak<Engine>,
 }
 
 /// Cooldowns kept at most; expired ones are dropped first.
 const MAX_COOLDOWNS: usize = 256;
 
 impl Engine {
-    pub fn new(cfg: ClientConfig) -> Engine {
+    pub fn new(cfg: ClientConfig) -> Rc<Engine> {
         let limiter = match &cfg.concurrency {
             Some(c) => Limiter::new(c),
             None => Limiter::unlimited(),
@@ -103,11 +107,13 @@ impl Engine {
             next_key: 0,
             closed: false,
         };
-        Engine {
+        Rc::new_cyclic(|me| Engine {
             cfg,
             st: RefCell::new(st),
             crosstab: OnceCell::new(),
-        }
+            half_open: RefCell::new(None),
+            me: me.clone(),
+        })
     }
 
     pub fn next_id(&self) -> u64 {
@@ -152,10 +158,14 @@ impl Engine {
     /// Emits the breaker transitions the policy core recorded and, for this
     /// tab's own (`share`), tells the other tabs.
     fn flush_transitions(&self, request_id: &str, share: bool) {
-        let (transitions, now) = match self.st.borrow_mut().breakers.as_mut() {
-            Some(b) => (b.drain_transitions(), now_ms()),
+        let transitions = match self.st.borrow_mut().breakers.as_mut() {
+            Some(b) => b.drain_transitions(),
             None => return,
         };
+        if transitions.is_empty() {
+            return;
+        }
+        let now = now_ms();
         for t in transitions {
             if t.to == BreakerState::Open {
                 self.st.borrow_mut().stats.breaker_opens += 1;
@@ -190,6 +200,43 @@ impl Engine {
                     .set("to", t.to.as_str());
             });
         }
+        self.arm_half_open();
+    }
+
+    /// Sets the timer for the first open breaker's end, unless it is set
+    /// for that time already; drops it when no breaker is open.
+    fn arm_half_open(&self) {
+        let next = {
+            let st = self.st.borrow();
+            match st.breakers.as_ref() {
+                Some(b) if !st.closed => b.next_half_open(),
+                _ => None,
+            }
+        };
+        let mut slot = self.half_open.borrow_mut();
+        if slot.as_ref().map(|(_, at)| *at) == next {
+            return;
+        }
+        *slot = next.map(|at| {
+            let me = self.me.clone();
+            let alarm = Alarm::run(at - now_ms(), move || {
+                if let Some(engine) = me.upgrade() {
+                    engine.half_open_due();
+                }
+            });
+            (alarm, at)
+        });
+    }
+
+    /// An open period has ended: report the breakers turned half-open now
+    /// (an event with `requestId: ''`), not when a call next asks.
+    fn half_open_due(&self) {
+        self.half_open.borrow_mut().take();
+        if let Some(b) = self.st.borrow_mut().breakers.as_mut() {
+            b.refresh(now_ms());
+        }
+        self.flush_transitions("", true);
+        self.arm_half_open();
     }
 
     /// News from another tab: follow its breaker, respect its cooldown.
@@ -645,6 +692,7 @@ impl Engine {
             st.closed = true;
             st.calls.take_values()
         };
+        self.half_open.borrow_mut().take();
         for c in calls {
             c.cancel(CancelReason::Closed);
         }

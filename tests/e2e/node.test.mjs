@@ -45,21 +45,25 @@ test('HttpError fields and fetch() drop-in in Node', async () => {
   assert.equal(res.status, 404, 'fetch() resolves whatever the status');
 });
 
-test('a finished call keeps no Node process alive (attempt timers are unref\'d)', async () => {
+test('a finished call keeps no Node process alive (attempt and breaker timers are unref\'d)', async () => {
   const { execFile } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
   const entry = fileURLToPath(new URL('../../pkg/node.js', import.meta.url));
-  // One call with a 60 s attempt timeout: the process must exit as soon as it is answered.
+  // One call with a 60 s attempt timeout, and one that opens a breaker for 60 s (its
+  // half-open timer is set): the process must exit as soon as they are answered.
   const script = `const { createClient } = await import(${JSON.stringify(entry)});
     const c = await createClient({ timeoutMs: 60000, deadlineMs: 120000 });
-    await c.request(${JSON.stringify(`${server.url}/echo?id=node-exit`)});`;
+    await c.request(${JSON.stringify(`${server.url}/echo?id=node-exit`)});
+    const b = await createClient({ retry: false, breaker: { consecutiveFailures: 1, openMs: 60000, maxOpenMs: 60000 } });
+    await b.request(${JSON.stringify(`${server.url}/status/503?id=node-exit`)}).catch(() => {});
+    if (b.breakers()[0]?.state !== 'open') throw new Error('the breaker did not open');`;
   const t0 = Date.now();
   await new Promise((resolve, reject) => {
     execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 30000 }, (err) => (err ? reject(err) : resolve()));
   });
   const took = Date.now() - t0;
   assert.ok(took < 20000, `the process lived ${took} ms after one call`);
-  assert.equal((await log('node-exit')).length, 1);
+  assert.equal((await log('node-exit')).length, 2);
 });
 
 test('fetch is the global one at call time, called with no wasm frame on its stack', async () => {
