@@ -565,6 +565,37 @@ async fn identical_concurrent_gets_share_one_request() {
     assert!(stat(&client, "amplification") < 1.0);
 }
 
+/// With `responseType: 'response'` each caller of a shared GET gets a
+/// Response of its own: a body can be read once, and every caller reads it.
+#[wasm_bindgen_test]
+async fn shared_responses_are_each_callers_own() {
+    let id = test_id("dedupe-response");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let u = url("/delay?ms=50", &id);
+    let calls: Vec<JsFuture> = (0..3)
+        .map(|_| {
+            JsFuture::from(client.request(
+                JsValue::from_str(&u),
+                obj(r#"{"responseType": "response"}"#),
+            ))
+        })
+        .collect();
+    let mut responses = Vec::new();
+    for c in calls {
+        responses.push(c.await.unwrap().dyn_into::<web_sys::Response>().unwrap());
+    }
+    assert!(!js_sys::Object::is(&responses[0], &responses[1]));
+    for r in &responses {
+        let text = JsFuture::from(r.text().unwrap()).await.unwrap();
+        assert!(
+            text.as_string().unwrap().contains("\"ok\":true"),
+            "{text:?}"
+        );
+    }
+    assert_eq!(server_log(&id).await.length(), 1);
+    assert_eq!(stat(&client, "deduped"), 2.0);
+}
+
 /// Callers of one shared GET leave it one by one: a joiner's abort and the
 /// first caller's abort reject only themselves, and whoever still waits
 /// gets the one response.

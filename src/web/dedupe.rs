@@ -12,7 +12,8 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use wasm_bindgen::prelude::*;
-use web_sys::AbortSignal;
+use wasm_bindgen::JsCast;
+use web_sys::{AbortSignal, Response};
 
 use super::cancel::{Cancel, CancelReason, EventLink, Gate, Wake};
 use super::errors::{CallError, ErrorKind};
@@ -27,10 +28,17 @@ pub struct Waiter {
     pub started_ms: f64,
 }
 
+/// One caller's place on a flight: the gate the outcome opens, and the
+/// caller's own share of it.
+pub struct Seat {
+    gate: Gate,
+    share: RefCell<Option<Outcome>>,
+}
+
 #[derive(Default)]
 struct FlightState {
-    waiting: u32,
-    gates: Vec<Gate>,
+    /// The callers still waiting.
+    seats: Vec<Rc<Seat>>,
     result: Option<Outcome>,
 }
 
@@ -39,61 +47,99 @@ struct FlightState {
 pub struct Flight {
     /// The network call's own cancel state.
     pub cancel: Cancel,
+    /// Each caller gets its own clone of a Response (`responseType:
+    /// 'response'`): a body can be read once.
+    copy_response: bool,
     st: RefCell<FlightState>,
 }
 
 impl Flight {
-    /// Hands the network call's outcome to every caller still waiting.
-    pub fn finish(&self, outcome: Outcome) {
-        let gates = {
-            let mut st = self.st.borrow_mut();
-            st.result = Some(outcome);
-            std::mem::take(&mut st.gates)
-        };
-        for g in gates {
-            g.open(Wake::Done);
+    pub fn new(copy_response: bool) -> Flight {
+        Flight {
+            copy_response,
+            ..Flight::default()
         }
     }
 
-    /// Whether callers other than the first are waiting on the flight.
-    pub fn joined(&self) -> bool {
-        self.st.borrow().waiting > 1
+    /// A place for one more caller, taken before it joins.
+    pub fn seat(&self) -> Rc<Seat> {
+        let seat = Rc::new(Seat {
+            gate: Gate::new(),
+            share: RefCell::new(None),
+        });
+        self.st.borrow_mut().seats.push(seat.clone());
+        seat
     }
 
-    /// Waits for the shared outcome, or for this caller's own abort.
-    pub async fn join(self: Rc<Self>, signal: Option<AbortSignal>, me: Waiter) -> Outcome {
-        let gate = Gate::new();
-        {
+    /// A caller stops waiting; true when it was the last and the network
+    /// call has not ended.
+    fn leave(&self, seat: &Rc<Seat>) -> bool {
+        let mut st = self.st.borrow_mut();
+        st.seats.retain(|s| !Rc::ptr_eq(s, seat));
+        st.seats.is_empty() && st.result.is_none()
+    }
+
+    /// Whether callers are waiting on the flight.
+    fn has_waiters(&self) -> bool {
+        !self.st.borrow().seats.is_empty()
+    }
+
+    /// A caller's share of the outcome: the value itself, or a clone of
+    /// the Response (before anyone reads it).
+    fn share(&self, outcome: &Outcome) -> Outcome {
+        match outcome {
+            Ok(v) if self.copy_response => Ok(Response::clone(v.unchecked_ref())
+                .map(JsValue::from)
+                .unwrap_or_else(|_| v.clone())),
+            other => other.clone(),
+        }
+    }
+
+    /// Hands the network call's outcome to every caller still waiting: the
+    /// last one gets the value itself, the others their share.
+    pub fn finish(&self, outcome: Outcome) {
+        let seats = {
             let mut st = self.st.borrow_mut();
-            if let Some(r) = &st.result {
-                return r.clone();
-            }
-            st.waiting += 1;
-            st.gates.push(gate.clone());
+            st.result = Some(outcome.clone());
+            std::mem::take(&mut st.seats)
+        };
+        let mut outcome = Some(outcome);
+        let n = seats.len();
+        for (i, seat) in seats.into_iter().enumerate() {
+            let mine = match outcome.take_if(|_| i + 1 == n) {
+                Some(last) => last,
+                None => outcome
+                    .as_ref()
+                    .map_or(Err(JsValue::UNDEFINED), |o| self.share(o)),
+            };
+            *seat.share.borrow_mut() = Some(mine);
+            seat.gate.open(Wake::Done);
+        }
+    }
+
+    /// Waits on `seat` for the shared outcome, or for this caller's own abort.
+    pub async fn join(
+        self: Rc<Self>,
+        seat: Rc<Seat>,
+        signal: Option<AbortSignal>,
+        me: Waiter,
+    ) -> Outcome {
+        if let Some(r) = &self.st.borrow().result {
+            return self.share(r);
         }
         let reason = Rc::new(RefCell::new(JsValue::UNDEFINED));
         let _link = signal.as_ref().and_then(|s| {
-            let (g, r, sig) = (gate.clone(), reason.clone(), s.clone());
+            let (seat, r, sig) = (seat.clone(), reason.clone(), s.clone());
             EventLink::abort(s, move || {
                 *r.borrow_mut() = sig.reason();
-                g.open(Wake::Cancelled);
+                seat.gate.open(Wake::Cancelled);
             })
         });
-        if gate.wait().await != Wake::Cancelled {
-            return self
-                .st
-                .borrow()
-                .result
-                .clone()
-                .unwrap_or(Err(JsValue::UNDEFINED));
+        if seat.gate.wait().await != Wake::Cancelled {
+            return seat.share.take().unwrap_or(Err(JsValue::UNDEFINED));
         }
         let reason = reason.borrow().clone();
-        let last = {
-            let mut st = self.st.borrow_mut();
-            st.waiting = st.waiting.saturating_sub(1);
-            st.waiting == 0 && st.result.is_none()
-        };
-        if last {
+        if self.leave(&seat) {
             self.cancel.cancel(CancelReason::Caller(reason.clone()));
         }
         let mut e = CallError::new(ErrorKind::Abort { reason });
@@ -119,6 +165,8 @@ pub struct Lead {
     pub network: Option<Pin<Box<dyn Future<Output = Outcome>>>>,
     pub join: Pin<Box<dyn Future<Output = Outcome>>>,
     pub flight: Rc<Flight>,
+    /// The caller's seat on the flight, left when the network call ends.
+    pub seat: Rc<Seat>,
     /// The caller's answer, held while its aborted network call ends.
     pub answer: Option<Outcome>,
 }
@@ -150,8 +198,11 @@ impl Future for Lead {
             // Nobody else was waiting: the flight was cancelled with the last.
             return Poll::Ready(answer);
         }
-        if self.flight.joined() {
-            self.flight.finish(outcome.clone());
+        self.flight.leave(&self.seat);
+        if self.flight.has_waiters() {
+            let mine = self.flight.share(&outcome);
+            self.flight.finish(outcome);
+            return Poll::Ready(mine);
         }
         Poll::Ready(outcome)
     }

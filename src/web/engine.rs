@@ -17,7 +17,7 @@ use super::convert::Obj;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
 use super::errors::{CallError, ErrorKind};
-use super::fetch::{self, AttemptEnd, Mode, Target};
+use super::fetch::{self, AttemptEnd, Mode, ResponseType, Target};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
 use super::vecmap::VecMap;
 use crate::policy::backoff::{parse_retry_after, Backoff};
@@ -625,9 +625,11 @@ impl Engine {
                 st.stats.requests += 1;
                 st.stats.deduped += 1;
             }
-            return f.join(signal, me).await;
+            let seat = f.seat();
+            return f.join(seat, signal, me).await;
         }
-        let flight = Rc::new(Flight::default());
+        let copy_response = matches!(call.mode, Mode::Request(ResponseType::Response));
+        let flight = Rc::new(Flight::new(copy_response));
         self.st
             .borrow_mut()
             .flights
@@ -647,10 +649,12 @@ impl Engine {
             }
             outcome
         });
+        let seat = flight.seat();
         Lead {
             network: Some(network),
-            join: Box::pin(flight.clone().join(signal, me)),
+            join: Box::pin(flight.clone().join(seat.clone(), signal, me)),
             flight,
+            seat,
             answer: None,
         }
         .await
