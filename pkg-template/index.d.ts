@@ -141,7 +141,7 @@ export interface RequestOptions extends CallOptions {
  * as `{ v: version, t: savedAtEpochMs, data }` when that JSON takes at most
  * `storage.maxEntryBytes` bytes in UTF-8. In Node, in a worker, where storage
  * access throws, or with `storage: false`, the copy is kept in memory for the
- * client's life (at most 32 copies).
+ * client's life (at most 32 copies, of any size).
  *
  * A response fetched with an `Authorization` header (the client's or the
  * call's) is neither stored nor served from the cache unless `cacheKey` is

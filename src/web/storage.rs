@@ -190,12 +190,13 @@ impl Store {
                 return;
             }
         };
-        if utf8_over(&text, self.max_bytes) {
-            faults.push(Fault::new("tooLarge", None));
-            return;
-        }
         let full = cat(&[&self.prefix, key]);
         match self.slot(faults) {
+            // The size limit guards the origin's LocalStorage quota; memory
+            // is bounded by its count of copies.
+            Slot::Local(_) if utf8_over(&text, self.max_bytes) => {
+                faults.push(Fault::new("tooLarge", None));
+            }
             Slot::Local(s) => {
                 if let Err(e) = s.set_item(&full, &text) {
                     faults.push(Fault::new("write", Some(&e)));

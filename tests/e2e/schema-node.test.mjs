@@ -62,6 +62,19 @@ test('Node keeps the last-good copy in memory and serves it when the server fail
   stranger.close();
 });
 
+test('maxEntryBytes limits LocalStorage copies, not the memory copy Node keeps', async () => {
+  const client = await createClient({ retry: false, storage: { maxEntryBytes: 16 } });
+  const storage = [];
+  client.on('storage', (e) => storage.push(e));
+  const first = await client.schema(url('/echo', 'sn-big'));
+  assert.equal(first.source, 'network');
+  assert.ok(JSON.stringify(first.data).length > 16);
+  const r = await client.schema(url('/status/503', 'sn-big'), { cacheKey: url('/echo', 'sn-big') });
+  assert.equal(r.source, 'cache');
+  assert.deepEqual(r.data, first.data);
+  assert.deepEqual(storage, []);
+});
+
 test('storage: false, validate, an open breaker and an abort in Node', async () => {
   const client = await createClient({ retry: false, storage: false, breaker: { consecutiveFailures: 1 } });
   const ok = await client.schema(url('/echo', 'sn-misc'), { cacheKey: 'doc' });
