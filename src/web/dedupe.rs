@@ -1,9 +1,11 @@
 //! Identical concurrent GETs share one network call.
 //!
 //! The first caller starts a *flight*: the call runs with no caller signal
-//! of its own, and every caller (the first included) waits on it through
-//! its own gate. A caller's abort detaches only that caller; the network
-//! call is aborted when the last caller still waiting has aborted.
+//! of its own, and every caller (the first included) waits on it in its
+//! own seat, which the outcome fills with that caller's share (the same
+//! parsed value for all, or a Response each). A caller's abort detaches
+//! only that caller; the network call is aborted when the last caller
+//! still waiting has aborted.
 
 use std::cell::RefCell;
 use std::future::Future;
