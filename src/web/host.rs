@@ -105,32 +105,45 @@ pub fn parse_url(input: &JsValue, base: &JsValue) -> Result<web_sys::Url, JsValu
     HostUrl::new(input, base).map(JsCast::unchecked_into)
 }
 
-fn random_bytes<const N: usize>() -> [u8; N] {
-    let mut buf = [0u8; N];
-    // crypto.getRandomValues cannot fail for small buffers in any host we
-    // support; if it ever did, zeros still give valid (if unjittered) delays.
-    let _ = getrandom::fill(&mut buf);
-    buf
+/// Bytes from the host's CSPRNG (`crypto.getRandomValues`), drawn 256 at
+/// a time so a call costs no host call for its randomness.
+struct Pool {
+    buf: [u8; 256],
+    used: usize,
 }
 
 thread_local! {
-    /// xorshift64* state, seeded from the host's CSPRNG at first use.
-    static RNG: std::cell::Cell<u64> = std::cell::Cell::new(u64::from_le_bytes(random_bytes::<8>()) | 1);
+    static POOL: std::cell::RefCell<Pool> = const {
+        std::cell::RefCell::new(Pool { buf: [0; 256], used: 256 })
+    };
 }
 
-/// Uniform in [0, 1), for jitter and probe sampling: a xorshift64* stream
-/// seeded once from crypto (never a fixed seed), so a call costs no
-/// `crypto.getRandomValues`. Idempotency keys still come from crypto.
+fn random_bytes<const N: usize>() -> [u8; N] {
+    const { assert!(N <= 256) };
+    POOL.with_borrow_mut(|p| {
+        let mut out = [0u8; N];
+        if p.used + N > p.buf.len() {
+            // getRandomValues does not fail for 256 bytes in any host we
+            // support; if it ever did, Math.random still varies per client.
+            if getrandom::fill(&mut p.buf).is_err() {
+                for b in &mut p.buf {
+                    *b = (js_sys::Math::random() * 256.0) as u8;
+                }
+            }
+            p.used = 0;
+        }
+        if let Some(src) = p.buf.get(p.used..p.used + N) {
+            out.copy_from_slice(src);
+        }
+        p.used += N;
+        out
+    })
+}
+
+/// Uniform in [0, 1) from crypto bytes, for jitter and probe sampling.
 pub fn rand01() -> f64 {
-    let x = RNG.with(|r| {
-        let mut x = r.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        r.set(x);
-        x
-    });
-    (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    let x = u64::from_le_bytes(random_bytes::<8>());
+    (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A random UUID v4, for `idempotencyKey: true`.

@@ -66,6 +66,29 @@ test('a finished call keeps no Node process alive (attempt and breaker timers ar
   assert.equal((await log('node-exit')).length, 2);
 });
 
+test('jitter comes from crypto.getRandomValues', async () => {
+  const { execFile } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const entry = fileURLToPath(new URL('../../pkg/node.js', import.meta.url));
+  // crypto answering all ones makes full jitter pick the top of its range: the
+  // first retry waits (almost) all of baseDelayMs. Any other source would not.
+  const script = `let draws = 0;
+    crypto.getRandomValues = (a) => { draws += 1; a.fill(255); return a; };
+    const { createClient } = await import(${JSON.stringify(entry)});
+    const c = await createClient({ retry: { baseDelayMs: 200, maxAttempts: 2 } });
+    const delays = [];
+    c.on('retry', (e) => delays.push(e.delayMs));
+    await c.request(${JSON.stringify(`${server.url}/fail-first?n=1&id=node-crypto`)});
+    process.stdout.write(JSON.stringify({ draws, delays }));`;
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 30000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+  });
+  const { draws, delays } = JSON.parse(out);
+  assert.ok(draws >= 1, 'crypto.getRandomValues was used');
+  assert.equal(delays.length, 1);
+  assert.ok(delays[0] > 199.9 && delays[0] <= 200, `delay ${delays[0]}`);
+});
+
 test('fetch is the global one at call time, called with no wasm frame on its stack', async () => {
   const client = await createClient({ retry: false });
   const realFetch = globalThis.fetch;
