@@ -127,6 +127,7 @@ export interface RequestOptions extends CallOptions {
   /** Default 'GET'. */
   method?: string;
   headers?: Record<string, string>;
+  /** Set on the URL's query: added, or replacing a value the URL already gives that name. */
   query?: Record<string, string | number | boolean>;
   /** Plain object/array: JSON-encoded with content-type application/json. */
   body?: BodyInit | object;

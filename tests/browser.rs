@@ -793,7 +793,7 @@ async fn response_types_and_empty_bodies() {
     // A plain object body goes as JSON with its content type.
     let echoed = request(
         &client,
-        &url("/echo", &id),
+        &url("/echo?n=1&keep=x", &id),
         r#"{"method": "PUT", "body": {"a": [1, 2]}, "query": {"n": 3, "ok": true}}"#,
     )
     .await
@@ -807,6 +807,10 @@ async fn response_types_and_empty_bodies() {
     let query = get(&echoed, "query");
     assert_eq!(get(&query, "n").as_string().unwrap(), "3");
     assert_eq!(get(&query, "ok").as_string().unwrap(), "true");
+    assert_eq!(get(&query, "keep").as_string().unwrap(), "x");
+    // `query` sets its names: the URL's own `n=1` is replaced, not repeated.
+    let search = get(&echoed, "search").as_string().unwrap();
+    assert!(!search.contains("n=1"), "{search}");
 }
 
 #[wasm_bindgen_test]
@@ -859,6 +863,51 @@ async fn fetch_is_a_drop_in_that_retries_and_resolves_any_final_status() {
     let log = server_log(&id).await;
     assert_eq!(log.length(), 2);
     assert_eq!(get(&log.get(1), "method").as_string().unwrap(), "DELETE");
+}
+
+/// As with the host's fetch, the caller's signal (init's, or the Request's
+/// own) still aborts the body after fetch() has resolved; stormguard's own
+/// timers never do (the body is the caller's).
+#[wasm_bindgen_test]
+async fn fetch_body_follows_the_callers_signal_after_resolving() {
+    let id = test_id("fetch-body-abort");
+    let client = Client::new(obj(r#"{"timeoutMs": 200}"#)).unwrap();
+    // About 600 ms of paced body: still streaming when the abort comes.
+    let path = "/body?bytes=2000000&chunk=65536&interval=20";
+    let ctl = web_sys::AbortController::new().unwrap();
+    let init = obj("{}");
+    Reflect::set(&init, &JsValue::from_str("signal"), &ctl.signal()).unwrap();
+    let by_init = JsFuture::from(client.fetch(JsValue::from_str(&url(path, &id)), init));
+    let resp: web_sys::Response = by_init.await.unwrap().unchecked_into();
+    ctl.abort();
+    let read = JsFuture::from(resp.array_buffer().unwrap()).await;
+    assert!(
+        read.is_err(),
+        "the body was read whole after the caller aborted"
+    );
+
+    let ctl = web_sys::AbortController::new().unwrap();
+    let req_init = web_sys::RequestInit::new();
+    req_init.set_signal(Some(&ctl.signal()));
+    let req = web_sys::Request::new_with_str_and_init(&url(path, &id), &req_init).unwrap();
+    let resp: web_sys::Response = JsFuture::from(client.fetch(req.into(), JsValue::UNDEFINED))
+        .await
+        .unwrap()
+        .unchecked_into();
+    ctl.abort();
+    assert!(JsFuture::from(resp.array_buffer().unwrap()).await.is_err());
+
+    // Without an abort the body outlives the 200 ms attempt timeout.
+    let resp: web_sys::Response =
+        JsFuture::from(client.fetch(JsValue::from_str(&url(path, &id)), JsValue::UNDEFINED))
+            .await
+            .unwrap()
+            .unchecked_into();
+    let buf = JsFuture::from(resp.array_buffer().unwrap()).await.unwrap();
+    assert_eq!(
+        buf.unchecked_into::<js_sys::ArrayBuffer>().byte_length(),
+        2_000_000
+    );
 }
 
 #[wasm_bindgen_test]

@@ -288,7 +288,7 @@ impl Client {
         };
         let url = self.resolve_url(url)?;
         if let Some(q) = r.value("query").map_err(CallError::options)? {
-            append_query(&url, &q)?;
+            set_query(&url, &q)?;
         }
         let call_headers = r.string_record("headers").map_err(CallError::options)?;
         let has_headers =
@@ -425,6 +425,10 @@ impl Client {
             breaker_key,
             cancel: Cancel::default(),
             dedupe_key: None,
+            body_signal: match mode {
+                Mode::Fetch => common.signal.clone(),
+                Mode::Request(_) => None,
+            },
         };
         (call, common.signal)
     }
@@ -492,7 +496,9 @@ fn normalize_method(m: &str) -> Result<String, CallError> {
     Ok(m)
 }
 
-fn append_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
+/// Sets each name of `query` on the URL, replacing any value the URL
+/// already gives it (a call's own value wins, as with ofetch's `query`).
+fn set_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
     if query.is_null() {
         return Ok(());
     }
@@ -523,7 +529,7 @@ fn append_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
                 "values must be strings, numbers or booleans",
             ));
         };
-        params.append(&k, &text);
+        params.set(&k, &text);
     }
     Ok(())
 }

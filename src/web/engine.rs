@@ -44,6 +44,10 @@ pub struct Call {
     pub cancel: Cancel,
     /// Set for `request()` GET/HEAD calls that may share a flight.
     pub dedupe_key: Option<String>,
+    /// `fetch()`'s caller signal, which every attempt's request also
+    /// follows: once the call resolves, it can still abort the Response's
+    /// body, as with the host's own fetch.
+    pub body_signal: Option<AbortSignal>,
 }
 
 pub struct Listener {
@@ -493,7 +497,7 @@ impl Engine {
             } else {
                 (call.cfg.timeout_ms, "attempt")
             };
-            let end = fetch::attempt(&call.target, call.mode, &call.cancel, timeout_ms).await;
+            let end = fetch::attempt(call, timeout_ms).await;
             self.release_slot();
 
             let failure_statuses = self.cfg.failure_statuses();

@@ -10,11 +10,12 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, Headers, Request, RequestInit, Response};
+use web_sys::{AbortController, AbortSignal, Headers, Request, RequestInit, Response};
 
-use super::cancel::{Alarm, Cancel};
+use super::cancel::Alarm;
 use super::convert::get;
-use super::host::{global_fetch, json_parse};
+use super::engine::Call;
+use super::host::{either_signal, global_fetch, json_parse};
 use super::task::settle;
 
 /// What a call resolves with.
@@ -110,10 +111,12 @@ pub enum AttemptEnd {
 /// The most of an error body that is ever read, in UTF-16 code units.
 pub const ERROR_BODY_CHARS: u32 = 1024;
 
-/// Runs one attempt of `target` with its own controller and a timer of
-/// `timeout_ms`. The controller is registered with `cancel`, so a caller
-/// abort or `close()` aborts the network request itself.
-pub async fn attempt(target: &Target, mode: Mode, cancel: &Cancel, timeout_ms: f64) -> AttemptEnd {
+/// Runs one attempt of the call's target with its own controller and a
+/// timer of `timeout_ms`. The controller is registered with the call's
+/// cancel state, so a caller abort or `close()` aborts the network request
+/// itself.
+pub async fn attempt(call: &Call, timeout_ms: f64) -> AttemptEnd {
+    let cancel = &call.cancel;
     if cancel.is_cancelled() {
         return AttemptEnd::Cancelled;
     }
@@ -124,7 +127,11 @@ pub async fn attempt(target: &Target, mode: Mode, cancel: &Cancel, timeout_ms: f
     cancel.set_attempt(Some(ctl.clone()));
     let timed_out = Rc::new(Cell::new(false));
     let _timer = Alarm::new(timeout_ms, &ctl, &timed_out);
-    let end = run(target, mode, &ctl).await;
+    let signal = match &call.body_signal {
+        Some(caller) => either_signal(&ctl.signal(), caller),
+        None => ctl.signal(),
+    };
+    let end = run(&call.target, call.mode, &signal).await;
     cancel.set_attempt(None);
     match end {
         Ok(end) => end,
@@ -134,16 +141,15 @@ pub async fn attempt(target: &Target, mode: Mode, cancel: &Cancel, timeout_ms: f
     }
 }
 
-async fn run(target: &Target, mode: Mode, ctl: &AbortController) -> Result<AttemptEnd, JsValue> {
-    let signal = ctl.signal();
+async fn run(target: &Target, mode: Mode, signal: &AbortSignal) -> Result<AttemptEnd, JsValue> {
     let sent = match target {
         Target::Url { url, init, .. } => {
-            init.set_signal(Some(&signal));
+            init.set_signal(Some(signal));
             global_fetch(url, init)
         }
         Target::Request { request, reuse } => {
             let init = RequestInit::new();
-            init.set_signal(Some(&signal));
+            init.set_signal(Some(signal));
             if *reuse {
                 global_fetch(request, &init)
             } else {

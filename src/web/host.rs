@@ -57,6 +57,16 @@ extern "C" {
 
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
+
+    /// Chrome 116, Firefox 124, Safari 17.4, Node 20.3; absent in older hosts.
+    #[wasm_bindgen(js_namespace = AbortSignal, js_name = any, catch)]
+    fn abort_signal_any(signals: &js_sys::Array) -> Result<web_sys::AbortSignal, JsValue>;
+}
+
+/// A signal that aborts when either does (`AbortSignal.any`); `a` alone
+/// where the host has no `AbortSignal.any`.
+pub fn either_signal(a: &web_sys::AbortSignal, b: &web_sys::AbortSignal) -> web_sys::AbortSignal {
+    abort_signal_any(&js_sys::Array::of2(a, b)).unwrap_or_else(|_| a.clone())
 }
 
 thread_local! {

@@ -422,6 +422,7 @@ export async function startServer({
           method: req.method,
           path: pathname,
           query,
+          search: ctx.url.search,
           headers,
           body: ctx.body.text,
           bodyBytes: ctx.body.bytes,
