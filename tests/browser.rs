@@ -565,6 +565,69 @@ async fn identical_concurrent_gets_share_one_request() {
     assert!(stat(&client, "amplification") < 1.0);
 }
 
+/// How `p` settled within `ms`: `Some(Ok(value))`, `Some(Err(reason))`, or
+/// `None` if it had not (a hang fails the test instead of stalling the suite).
+async fn within(ms: i32, p: js_sys::Promise) -> Option<Result<JsValue, JsValue>> {
+    let race = js_sys::Function::new_with_args(
+        "p, ms",
+        "return Promise.race([p.then((v) => ({ ok: true, v }), (v) => ({ ok: false, v })), \
+         new Promise((r) => setTimeout(() => r(null), ms))]);",
+    );
+    let r = JsFuture::from(js_sys::Promise::from(
+        race.call2(&JsValue::NULL, &p, &ms.into()).unwrap(),
+    ))
+    .await
+    .unwrap();
+    if r.is_null() {
+        return None;
+    }
+    let v = get(&r, "v");
+    Some(if get(&r, "ok") == JsValue::TRUE {
+        Ok(v)
+    } else {
+        Err(v)
+    })
+}
+
+/// A caller arriving while a flight is being cancelled (its only caller just
+/// aborted: React's StrictMode cleanup and re-run does this) starts a flight
+/// of its own; and close() followed by the first caller's abort still
+/// settles everyone else.
+#[wasm_bindgen_test]
+async fn a_cancelled_flight_is_never_joined_nor_left_hanging() {
+    let id = test_id("dedupe-rejoin");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let u = url("/delay?ms=200", &id);
+    let ctl = web_sys::AbortController::new().unwrap();
+    let first = request_with_signal(&client, &u, "{}", &ctl.signal());
+    wait_for_log(&id, 1).await;
+    ctl.abort();
+    let again = client.request(JsValue::from_str(&u), obj("{}"));
+    assert_eq!(name(&first.await.unwrap_err()), "AbortError");
+    let again = within(3000, again)
+        .await
+        .expect("the second call never settled");
+    assert_eq!(get(&again.unwrap(), "ok"), JsValue::TRUE);
+    assert_eq!(server_log(&id).await.length(), 2);
+
+    let id = test_id("dedupe-close");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let u = url("/delay?ms=300", &id);
+    let ctl = web_sys::AbortController::new().unwrap();
+    let first = request_with_signal(&client, &u, "{}", &ctl.signal());
+    let joiner = client.request(JsValue::from_str(&u), obj("{}"));
+    wait_for_log(&id, 1).await;
+    client.close();
+    ctl.abort();
+    assert_eq!(name(&first.await.unwrap_err()), "AbortError");
+    let joiner = within(3000, joiner)
+        .await
+        .expect("the joiner never settled");
+    let err = joiner.unwrap_err();
+    assert_eq!(name(&err), "AbortError");
+    assert_eq!(get(&err, "reason").as_string().unwrap(), "client closed");
+}
+
 /// With `responseType: 'response'` each caller of a shared GET gets a
 /// Response of its own: a body can be read once, and every caller reads it.
 #[wasm_bindgen_test]

@@ -357,6 +357,7 @@ impl Breakers {
             .iter()
             .filter(|(_, c)| c.state == State::Open)
             .map(|(_, c)| c.open_until)
+            .filter(|t| t.is_finite())
             .reduce(f64::min)
     }
 
@@ -883,7 +884,9 @@ mod tests {
             let p = b.acquire(K, f64::NAN, 0.5).unwrap();
             b.record(K, p, Sample::Failure, f64::NAN);
         }
-        // Opened at NaN: the next real reading sees the period over.
+        // Opened at NaN: no timer is set for a NaN end (it would fire at
+        // once, forever), and the next real reading sees the period over.
+        assert_eq!(b.next_half_open(), None);
         assert_eq!(b.acquire(K, 0.0, 0.5), Ok(Permit::Probe));
         let _ = b.snapshot(f64::INFINITY);
     }

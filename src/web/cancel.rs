@@ -64,6 +64,11 @@ impl Gate {
         }
     }
 
+    /// Whether it has been opened (by anything).
+    pub fn is_open(&self) -> bool {
+        self.0.borrow().value.is_some()
+    }
+
     pub fn wait(&self) -> GateFuture {
         GateFuture(self.clone())
     }

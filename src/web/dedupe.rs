@@ -81,9 +81,10 @@ impl Flight {
         st.seats.is_empty() && st.result.is_none()
     }
 
-    /// Whether callers are waiting on the flight.
+    /// Whether callers are waiting on the flight (a caller whose abort has
+    /// opened its gate is no longer waiting, even before it has left).
     fn has_waiters(&self) -> bool {
-        !self.st.borrow().seats.is_empty()
+        self.st.borrow().seats.iter().any(|s| !s.gate.is_open())
     }
 
     /// A caller's share of the outcome: the value itself, or a clone of
@@ -98,12 +99,17 @@ impl Flight {
     }
 
     /// Hands the network call's outcome to every caller still waiting: the
-    /// last one gets the value itself, the others their share.
+    /// last one gets the value itself, the others their share. A caller
+    /// that has just aborted gets nothing (a Response copy it would never
+    /// read would hold the whole body).
     pub fn finish(&self, outcome: Outcome) {
-        let seats = {
+        let seats: Vec<Rc<Seat>> = {
             let mut st = self.st.borrow_mut();
             st.result = Some(outcome.clone());
             std::mem::take(&mut st.seats)
+                .into_iter()
+                .filter(|s| !s.gate.is_open())
+                .collect()
         };
         let mut outcome = Some(outcome);
         let n = seats.len();
@@ -197,7 +203,12 @@ impl Future for Lead {
         };
         self.network = None;
         if let Some(answer) = self.answer.take() {
-            // Nobody else was waiting: the flight was cancelled with the last.
+            // The flight was cancelled: by the last caller leaving (this
+            // one), or by close(), which leaves the others seated; they get
+            // the network call's outcome (its AbortError).
+            if self.flight.has_waiters() {
+                self.flight.finish(outcome);
+            }
             return Poll::Ready(answer);
         }
         self.flight.leave(&self.seat);

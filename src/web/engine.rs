@@ -236,6 +236,9 @@ impl Engine {
     /// (an event with `requestId: ''`), not when a call next asks.
     fn half_open_due(&self) {
         self.half_open.borrow_mut().take();
+        if self.st.borrow().closed {
+            return;
+        }
         if let Some(b) = self.st.borrow_mut().breakers.as_mut() {
             b.refresh(now_ms());
         }
@@ -615,14 +618,24 @@ impl Engine {
         call: Call,
         signal: Option<AbortSignal>,
     ) -> Result<JsValue, JsValue> {
-        let Some(key) = call.dedupe_key.clone() else {
-            return self.run_linked(call, signal).await;
+        // A closed client shares nothing: run_linked refuses the call.
+        let key = match &call.dedupe_key {
+            Some(key) if !self.st.borrow().closed => key.clone(),
+            _ => return self.run_linked(call, signal).await,
         };
         let me = Waiter {
             request_id: call.request_id.clone(),
             started_ms: now_ms(),
         };
-        let joined = self.st.borrow().flights.get(&key).cloned();
+        // A cancelled flight (its last caller aborted) is ending: a new
+        // caller starts a flight of its own instead of inheriting the abort.
+        let joined = self
+            .st
+            .borrow()
+            .flights
+            .get(&key)
+            .filter(|f| !f.cancel.is_cancelled())
+            .cloned();
         if let Some(f) = joined {
             {
                 let mut st = self.st.borrow_mut();

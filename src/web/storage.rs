@@ -5,8 +5,8 @@
 //!
 //! A cache is never a source of errors. Every way storage fails (access
 //! that throws, `getItem` that throws, corrupt JSON or an entry of the wrong
-//! shape, a full quota, a document that cannot be serialized or is over
-//! `maxEntryBytes`) becomes "no copy" (or "not stored") plus a [`Fault`],
+//! shape, a full quota, a document that cannot be serialized or, for
+//! LocalStorage, is over `maxEntryBytes`) becomes "no copy" (or "not stored") plus a [`Fault`],
 //! which `schema()` reports as a `'storage'` event.
 //!
 //! With working LocalStorage there is no second copy in memory, so clearing
