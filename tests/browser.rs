@@ -378,6 +378,12 @@ async fn retry_after_beyond_the_cap_gives_up_at_once() {
     assert!(now() - started < 500.0);
     assert_eq!(get(&err, "retryDenied").as_string().unwrap(), "retryAfter");
     assert_eq!(server_log(&id).await.length(), 1);
+    // A wait the client refused holds nothing back: the next call is sent.
+    let err = request(&client, &url("/status/503?retryAfter=120", &id), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "HttpError");
+    assert_eq!(server_log(&id).await.length(), 2);
 }
 
 #[wasm_bindgen_test]
@@ -626,6 +632,61 @@ async fn a_cancelled_flight_is_never_joined_nor_left_hanging() {
     let err = joiner.unwrap_err();
     assert_eq!(name(&err), "AbortError");
     assert_eq!(get(&err, "reason").as_string().unwrap(), "client closed");
+}
+
+/// A joiner's own deadline holds while it waits on a slower shared call.
+#[wasm_bindgen_test]
+async fn a_joiner_times_out_at_its_own_deadline() {
+    let id = test_id("dedupe-deadline");
+    let client = Client::new(JsValue::UNDEFINED).unwrap();
+    let u = url("/delay?ms=800", &id);
+    let first = client.request(JsValue::from_str(&u), obj("{}"));
+    let joiner = client.request(JsValue::from_str(&u), obj(r#"{"deadlineMs": 200}"#));
+    let started = now();
+    let err = within(3000, joiner).await.unwrap().unwrap_err();
+    assert_eq!(name(&err), "TimeoutError");
+    assert_eq!(get(&err, "phase").as_string().unwrap(), "deadline");
+    assert!(now() - started < 700.0, "took {} ms", now() - started);
+    assert_eq!(
+        get(&JsFuture::from(first).await.unwrap(), "ok"),
+        JsValue::TRUE
+    );
+    assert_eq!(server_log(&id).await.length(), 1);
+}
+
+/// Where the host refuses Web Locks (a rejected `locks.request`, as in an
+/// opaque origin), a half-open probe goes out rather than waiting forever.
+#[wasm_bindgen_test]
+async fn a_probe_goes_out_when_web_locks_refuse() {
+    let patch = js_sys::Function::new_no_args(
+        "const l = navigator.locks; if (!l) return () => {}; const own = Object.hasOwn(l, 'request'); \
+         const before = l.request; \
+         l.request = () => Promise.reject(new DOMException('refused', 'SecurityError')); \
+         return () => { if (own) l.request = before; else delete l.request; };",
+    );
+    let restore: js_sys::Function = patch.call0(&JsValue::NULL).unwrap().unchecked_into();
+    let id = test_id("probe-no-locks");
+    let client = Client::new(obj(
+        r#"{"retry": false, "crossTab": true, "breaker": {"consecutiveFailures": 1, "openMs": 100}}"#,
+    ))
+    .unwrap();
+    let opts = r#"{"breakerKey": "svc"}"#;
+    let err = request(&client, &url("/status/503", &id), opts)
+        .await
+        .unwrap_err();
+    assert_eq!(name(&err), "HttpError");
+    sleep(150).await;
+    let o = obj(opts);
+    let probe = within(
+        3000,
+        client.request(JsValue::from_str(&url("/echo", &id)), o),
+    )
+    .await;
+    restore.call0(&JsValue::NULL).unwrap();
+    let probe = probe.expect("the probe never settled");
+    assert_eq!(get(&probe.unwrap(), "method").as_string().unwrap(), "GET");
+    let snap = client.breakers().get(0);
+    assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
 }
 
 /// With `responseType: 'response'` each caller of a shared GET gets a

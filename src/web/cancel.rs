@@ -177,9 +177,18 @@ impl Cancel {
         self.0.borrow_mut().attempt = ctl;
     }
 
-    /// Registers the gate of a wait (None when the wait ends).
+    /// Registers the gate of a wait (None when the wait ends). A call
+    /// cancelled before its wait began (by a listener, during an await)
+    /// finds the gate opened at once.
     pub fn set_gate(&self, gate: Option<Gate>) {
-        self.0.borrow_mut().gate = gate;
+        let cancelled = {
+            let mut st = self.0.borrow_mut();
+            st.gate = gate.clone();
+            st.reason.is_some()
+        };
+        if let (true, Some(g)) = (cancelled, gate) {
+            g.open(Wake::Cancelled);
+        }
     }
 
     /// Waits `ms`, or less if the call is cancelled first.

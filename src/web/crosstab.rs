@@ -191,13 +191,29 @@ impl Drop for ProbeLock {
 
 /// `navigator.locks.request(name, { ifAvailable: true }, cb)`: granted when
 /// `cb` gets a lock; it is held until the promise `cb` returned resolves.
+/// Where the host refuses to coordinate (it throws, or rejects without
+/// calling `cb`: an opaque origin, a lock name starting with `-`, a
+/// document that is not fully active), the probe goes out unlocked, as
+/// without Web Locks and storage.
 async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
-    let request: Function = get(locks, "request").ok()?.dyn_into().ok()?;
+    let unlocked = ProbeLock {
+        release: None,
+        lease: None,
+    };
+    let Some(request) = get(locks, "request")
+        .ok()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+    else {
+        return Some(unlocked);
+    };
     let release = Cell::new(None::<Function>);
     let hold = Promise::new(&mut |resolve, _| release.set(Some(resolve)));
     let granted_tx = Cell::new(None::<Function>);
+    // Resolves with true (a lock), false (another tab holds it) or null
+    // (the host refused).
     let granted = Promise::new(&mut |resolve, _| granted_tx.set(Some(resolve)));
     let granted_tx = granted_tx.take()?;
+    let refused = granted_tx.bind1(&JsValue::NULL, &JsValue::NULL);
     let callback = Closure::once(move |lock: JsValue| -> JsValue {
         let _ = granted_tx.call1(&JsValue::NULL, &JsValue::from_bool(!lock.is_null()));
         if lock.is_null() {
@@ -213,13 +229,22 @@ async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
         &options.into_js(),
         callback.as_ref(),
     );
-    // Its own promise settles with the callback's: when released.
-    Reflect::apply(&request, locks, &args).ok()?;
-    let ok = super::task::settle(granted).await.ok()?.as_bool() == Some(true);
-    ok.then(|| ProbeLock {
-        release: release.take(),
-        lease: None,
-    })
+    // Its own promise settles with the callback's (when released), or
+    // rejects without calling it.
+    let Ok(sent) = Reflect::apply(&request, locks, &args) else {
+        return Some(unlocked);
+    };
+    if let Ok(then) = get(&sent, "then").and_then(|f| f.dyn_into::<Function>()) {
+        let _ = then.call2(&sent, &JsValue::UNDEFINED, &refused);
+    }
+    match super::task::settle(granted).await.ok()?.as_bool() {
+        Some(true) => Some(ProbeLock {
+            release: release.take(),
+            lease: None,
+        }),
+        Some(false) => None,
+        None => Some(unlocked),
+    }
 }
 
 /// Fallback without Web Locks: a 30 s lease in LocalStorage. Not atomic

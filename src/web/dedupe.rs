@@ -17,17 +17,21 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Response};
 
-use super::cancel::{Cancel, CancelReason, EventLink, Gate, Wake};
+use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
 use super::errors::{CallError, ErrorKind};
 use super::host::now_ms;
 
 type Outcome = Result<JsValue, JsValue>;
 
-/// A caller waiting on a flight, for the AbortError it gets if it stops
-/// waiting: its own request id and time, the shared call's attempts.
+/// A caller waiting on a flight, for the error it gets if it stops waiting
+/// (its abort, or its own deadline): its own request id and time, the
+/// shared call's attempts.
 pub struct Waiter {
     pub request_id: String,
     pub started_ms: f64,
+    /// A joiner's deadline; None for the first caller, whose deadline is
+    /// the network call's own.
+    pub deadline_ms: Option<f64>,
 }
 
 /// One caller's place on a flight: the gate the outcome opens, and the
@@ -143,14 +147,23 @@ impl Flight {
                 seat.gate.open(Wake::Cancelled);
             })
         });
-        if seat.gate.wait().await != Wake::Cancelled {
+        let _deadline = me
+            .deadline_ms
+            .map(|ms| gate_timer(&seat.gate, ms - (now_ms() - me.started_ms)));
+        let wake = seat.gate.wait().await;
+        if wake == Wake::Done {
             return seat.share.take().unwrap_or(Err(JsValue::UNDEFINED));
         }
         let reason = reason.borrow().clone();
         if self.leave(&seat) {
             self.cancel.cancel(CancelReason::Caller(reason.clone()));
         }
-        let mut e = CallError::new(ErrorKind::Abort { reason });
+        let kind = if wake == Wake::Timer {
+            ErrorKind::Timeout { phase: "deadline" }
+        } else {
+            ErrorKind::Abort { reason }
+        };
+        let mut e = CallError::new(kind);
         e.request_id = me.request_id;
         e.attempts = self.cancel.attempts();
         e.elapsed_ms = (now_ms() - me.started_ms).max(0.0);

@@ -263,7 +263,12 @@ impl Engine {
                     }
                 }
                 Peer::Cooldown { key, until } => {
-                    set_cooldown(&mut st.cooldowns, key, now + (until - epoch));
+                    // No longer than this client would wait itself.
+                    let cap = self.cfg.retry.as_ref().map_or_else(
+                        || RetryConfig::default().max_retry_after_ms,
+                        |r| r.max_retry_after_ms,
+                    );
+                    set_cooldown(&mut st.cooldowns, key, now + (until - epoch).min(cap));
                 }
             }
         }
@@ -479,6 +484,13 @@ impl Engine {
                 self.breaker_record(call, permit, Sample::Ignored);
                 return Err(e);
             }
+            // A slot (or a cooldown) that came right at the deadline: no
+            // attempt with nothing left to run in.
+            if deadline.expired(now_ms()) {
+                self.release_slot();
+                self.breaker_record(call, permit, Sample::Ignored);
+                return Err(CallError::new(ErrorKind::Timeout { phase: "deadline" }));
+            }
             let attempt = call.cancel.begin_attempt();
             let now = now_ms();
             {
@@ -548,7 +560,10 @@ impl Engine {
                     } else {
                         None
                     };
-                    if let Some(wait) = ra {
+                    // Only a wait this client honours holds its other calls
+                    // (and the other tabs) back; one beyond maxRetryAfterMs
+                    // just ends this call.
+                    if let Some(wait) = ra.filter(|w| *w <= retry.max_retry_after_ms) {
                         self.cooldown(&call.breaker_key, wait);
                     }
                     (Outcome::Status(status), e, Some(response), ra)
@@ -623,9 +638,10 @@ impl Engine {
             Some(key) if !self.st.borrow().closed => key.clone(),
             _ => return self.run_linked(call, signal).await,
         };
-        let me = Waiter {
+        let mut me = Waiter {
             request_id: call.request_id.clone(),
             started_ms: now_ms(),
+            deadline_ms: None,
         };
         // A cancelled flight (its last caller aborted) is ending: a new
         // caller starts a flight of its own instead of inheriting the abort.
@@ -642,6 +658,9 @@ impl Engine {
                 st.stats.requests += 1;
                 st.stats.deduped += 1;
             }
+            // A joiner's own deadline still holds; the first caller's is
+            // the network call's.
+            me.deadline_ms = Some(call.cfg.deadline_ms);
             let seat = f.seat();
             return f.join(seat, signal, me).await;
         }
