@@ -15,10 +15,10 @@ use super::crosstab::CrossTab;
 use super::engine::{Call, Engine, Listener};
 use super::errors::CallError;
 use super::fetch::{Mode, ResponseType, Target};
-use super::host::{
-    assign, entries, instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4,
+use super::host::{assign, instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
+use super::options::{
+    pair_of, pairs, read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader,
 };
-use super::options::{read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader};
 use super::schema;
 use super::task::spawn_promise;
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
@@ -341,7 +341,7 @@ impl Client {
             target,
             Mode::Request(response_type),
             common,
-        );
+        )?;
         if self.engine.cfg.dedupe && (call.method == "GET" || call.method == "HEAD") {
             let headers = call.target.headers().filter(|_| has_headers);
             call.dedupe_key = Some(dedupe_key(&call.method, &call.url, headers, response_type));
@@ -386,15 +386,17 @@ impl Client {
                 let _ = headers.set(k, v);
             }
         }
-        let method = request.method();
-        Ok(self.call(
+        // fetch() upper-cases only the six standard methods; the breaker key
+        // and retry.methods see 'patch' as 'PATCH' too.
+        let method = request.method().to_ascii_uppercase();
+        self.call(
             endpoint,
             href,
             method,
             Target::request(request),
             Mode::Fetch,
             common,
-        ))
+        )
     }
 
     /// The call for a built target: its Idempotency-Key header (the same
@@ -407,10 +409,25 @@ impl Client {
         target: Target,
         mode: Mode,
         common: Common,
-    ) -> (Call, Option<AbortSignal>) {
-        if let (Some(k), Some(h)) = (&common.idem, target.headers()) {
-            let _ = h.set("Idempotency-Key", k);
+    ) -> Result<(Call, Option<AbortSignal>), CallError> {
+        let headers = target.headers();
+        if let Some(k) = &common.idem {
+            // A no-cors Request drops the header without a word: a POST
+            // must not then be retried as if it carried its key.
+            let sent = headers.as_ref().is_some_and(|h| {
+                h.set("Idempotency-Key", k).is_ok()
+                    && h.get("Idempotency-Key").ok().flatten().as_deref() == Some(k.as_str())
+            });
+            if !sent {
+                return Err(opt_err(
+                    "idempotencyKey",
+                    "cannot be sent with this request (its headers are not writable)",
+                ));
+            }
         }
+        // A key the caller set as a header counts as the call's key too.
+        let has_key = common.idem.is_some()
+            || headers.is_some_and(|h| h.has("Idempotency-Key").unwrap_or(false));
         let breaker_key = common
             .breaker_key
             .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
@@ -421,7 +438,7 @@ impl Client {
             target,
             mode,
             cfg: common.cfg,
-            has_key: common.idem.is_some(),
+            has_key,
             breaker_key,
             cancel: Cancel::default(),
             dedupe_key: None,
@@ -430,7 +447,7 @@ impl Client {
                 Mode::Request(_) => None,
             },
         };
-        (call, common.signal)
+        Ok((call, common.signal))
     }
 }
 
@@ -444,8 +461,13 @@ fn endpoint(url: &Url) -> Result<(String, String), CallError> {
     let href = url.href();
     let (endpoint, credentials) = match split_http_href(&href) {
         Some(h) => (cat(&[h.origin, h.path]), h.credentials),
+        // data: and the like have no origin: one key per scheme, not one
+        // per payload.
         None => (
-            cat(&[&url.origin(), &url.pathname()]),
+            match url.origin() {
+                o if o == "null" => url.protocol(),
+                o => cat(&[&o, &url.pathname()]),
+            },
             !url.username().is_empty() || !url.password().is_empty(),
         ),
     };
@@ -459,7 +481,9 @@ fn endpoint(url: &Url) -> Result<(String, String), CallError> {
 }
 
 fn dedupe_key(method: &str, href: &str, headers: Option<Headers>, rt: ResponseType) -> String {
-    let mut key = cat(&[method, " ", rt.name(), " ", href]);
+    // The fragment is never sent: /x#a and /x are one request.
+    let sent = href.split('#').next().unwrap_or(href);
+    let mut key = cat(&[method, " ", rt.name(), " ", sent]);
     if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
         for pair in entries.flatten() {
             let pair: Array = pair.unchecked_into();
@@ -502,15 +526,16 @@ fn set_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
     if query.is_null() {
         return Ok(());
     }
-    if !query.is_object() || Array::is_array(query) {
+    if !query.is_object() || query.is_function() {
         return Err(opt_err("query", "must be an object"));
     }
     let params = url.search_params();
-    let pairs = entries(query).map_err(|_| opt_err("query", "could not be read"))?;
-    for e in pairs.iter() {
-        let pair: Array = e.unchecked_into();
-        let k = pair.get(0).as_string().unwrap_or_default();
-        let v = pair.get(1);
+    let list = pairs(query).map_err(|_| opt_err("query", "could not be read"))?;
+    for e in list.iter() {
+        let Some((k, v)) = pair_of(&e) else {
+            return Err(opt_err("query", "must be an object or [name, value] pairs"));
+        };
+        let k = k.as_string().unwrap_or_default();
         let text = if let Some(s) = v.as_string() {
             s
         } else if let Some(n) = v.as_f64() {

@@ -449,13 +449,24 @@ impl Engine {
     async fn attempts(&self, call: &Call, deadline: &Deadline) -> Result<JsValue, CallError> {
         let retry = call.cfg.retry.clone().unwrap_or_else(RetryConfig::off);
         let mut backoff = Backoff::from_config(&retry);
+        // The error a retry was planned after: if the deadline passes before
+        // the retry can start (a timer that fired late), the call ends with
+        // it, as the planner would have, not with a bare TimeoutError.
+        let mut last: Option<CallError> = None;
+        let out_of_time = |last: Option<CallError>| match last {
+            Some(mut e) => {
+                e.retry_denied = Some(RetryDenied::Deadline);
+                e
+            }
+            None => CallError::new(ErrorKind::Timeout { phase: "deadline" }),
+        };
         loop {
             if call.cancel.is_cancelled() {
                 return Err(abort_error(&call.cancel));
             }
             let mut now = now_ms();
             if deadline.expired(now) {
-                return Err(CallError::new(ErrorKind::Timeout { phase: "deadline" }));
+                return Err(out_of_time(last));
             }
             if is_offline() {
                 self.wait_online(call, deadline).await?;
@@ -489,7 +500,7 @@ impl Engine {
             if deadline.expired(now_ms()) {
                 self.release_slot();
                 self.breaker_record(call, permit, Sample::Ignored);
-                return Err(CallError::new(ErrorKind::Timeout { phase: "deadline" }));
+                return Err(out_of_time(last));
             }
             let attempt = call.cancel.begin_attempt();
             let now = now_ms();
@@ -619,6 +630,14 @@ impl Engine {
                     o.set("status", status);
                 }
             });
+            // fetch() resolves with a final Response, never rejects with an
+            // HttpError: its deadline stays a TimeoutError.
+            if !matches!(
+                (call.mode, &err.kind),
+                (Mode::Fetch, ErrorKind::Http { .. })
+            ) {
+                last = Some(err);
+            }
             if call.cancel.sleep(delay).await == Wake::Cancelled {
                 return Err(abort_error(&call.cancel));
             }

@@ -48,10 +48,10 @@ impl<'a> Reader<'a> {
         } else {
             return Err(err(name, "must be an object"));
         };
-        Ok(Reader {
-            obj,
-            prefix: if name == "options" { "" } else { name },
-        })
+        // request()'s options and fetch()'s init name their keys alike:
+        // `timeoutMs`, `retry.maxAttempts`, as the range checks do.
+        let _ = name;
+        Ok(Reader { obj, prefix: "" })
     }
 
     /// The raw value, `None` when absent (`undefined`).
@@ -158,20 +158,37 @@ impl<'a> Reader<'a> {
         let Some(v) = self.value(k)? else {
             return Ok(Vec::new());
         };
-        if !v.is_object() || v.is_function() || js_sys::Array::is_array(&v) {
+        if !v.is_object() || v.is_function() {
             return Err(err(&join(self.prefix, k), "must be an object of strings"));
         }
-        let entries = entries(&v).map_err(|_| err(&join(self.prefix, k), "could not be read"))?;
+        let entries = pairs(&v).map_err(|_| err(&join(self.prefix, k), "could not be read"))?;
         let mut out = Vec::with_capacity(entries.length() as usize);
-        for e in entries.iter() {
-            let pair: js_sys::Array = e.unchecked_into();
-            match (pair.get(0).as_string(), pair.get(1).as_string()) {
-                (Some(name), Some(value)) => out.push((name, value)),
+        for pair in entries.iter() {
+            match pair_of(&pair).map(|(n, v)| (n.as_string(), v.as_string())) {
+                Some((Some(name), Some(value))) => out.push((name, value)),
                 _ => return Err(err(&join(self.prefix, k), "values must be strings")),
             }
         }
         Ok(out)
     }
+}
+
+/// A record's `[name, value]` pairs: a plain object's own entries, or what
+/// an iterable of pairs yields (`Headers`, `Map`, `URLSearchParams`, an
+/// array of pairs), so none of those is silently read as empty.
+pub fn pairs(v: &JsValue) -> Result<js_sys::Array, JsValue> {
+    let iterable = js_sys::Reflect::get(v, &js_sys::Symbol::iterator())?.is_function();
+    if iterable {
+        array_from(v)
+    } else {
+        entries(v)
+    }
+}
+
+/// One `[name, value]` pair, if `pair` is one.
+pub fn pair_of(pair: &JsValue) -> Option<(JsValue, JsValue)> {
+    let pair: &js_sys::Array = pair.dyn_ref()?;
+    (pair.length() == 2).then(|| (pair.get(0), pair.get(1)))
 }
 
 fn read_retry(r: &Reader) -> Result<RawRetry, OptionsError> {
@@ -257,8 +274,15 @@ pub fn read_idempotency_key(r: &Reader) -> Result<Option<IdemKey>, OptionsError>
         Some(v) if v.as_bool() == Some(true) => Ok(Some(IdemKey::Random)),
         Some(v) if v.as_bool() == Some(false) => Ok(None),
         Some(v) => match v.as_string() {
-            Some(s) if !s.is_empty() && s.len() <= 255 => Ok(Some(IdemKey::Given(s))),
-            Some(_) => Err(err("idempotencyKey", "must be 1 to 255 characters")),
+            Some(s) if s.is_empty() || s.len() > 255 => {
+                Err(err("idempotencyKey", "must be 1 to 255 characters"))
+            }
+            // It goes as a header value: what cannot be one would be dropped.
+            Some(s) if !s.bytes().all(|b| (0x20..0x7f).contains(&b)) => Err(err(
+                "idempotencyKey",
+                "must be printable ASCII (it is sent as a header)",
+            )),
+            Some(s) => Ok(Some(IdemKey::Given(s))),
             None => Err(err("idempotencyKey", "must be a string or true")),
         },
     }

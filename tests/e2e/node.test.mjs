@@ -115,3 +115,40 @@ test('fetch is the global one at call time, called with no wasm frame on its sta
     globalThis.fetch = realFetch;
   }
 });
+
+test('request building: keys, record shapes, fragments, method case, option names', async () => {
+  const { OptionsError } = await import('../../pkg/node.js');
+  const client = await createClient({ retry: { baseDelayMs: 5 }, headers: new Headers({ 'x-client': 'c' }) });
+  // A key that cannot be a header value is refused, not silently dropped.
+  await assert.rejects(client.request(`${server.url}/echo?id=rb-key`, { method: 'POST', idempotencyKey: 'ключ-1' }), (e) => {
+    assert.ok(e instanceof OptionsError);
+    assert.equal(e.option, 'idempotencyKey');
+    return true;
+  });
+  assert.equal((await log('rb-key')).length, 0);
+  // A key set as a header makes a POST retryable like the option does.
+  const r = await client.request(`${server.url}/fail-first?n=1&key=rb&id=rb-hand`, {
+    method: 'POST', headers: { 'Idempotency-Key': 'hand-1' },
+  });
+  assert.equal(r.attempt, 2);
+  assert.deepEqual((await log('rb-hand')).map((e) => e.idempotencyKey), ['hand-1', 'hand-1']);
+  // Headers, Map and URLSearchParams are read, not taken as empty objects.
+  const echoed = await client.request(`${server.url}/echo?id=rb-shapes`, {
+    headers: new Map([['x-call', 'm']]), query: new URLSearchParams({ page: '2' }),
+  });
+  assert.equal(echoed.headers['x-client'], 'c');
+  assert.equal(echoed.headers['x-call'], 'm');
+  assert.equal(echoed.query.page, '2');
+  // The fragment is never sent: these are one request.
+  const u = `${server.url}/delay?ms=100&id=rb-frag`;
+  await Promise.all([client.request(`${u}#a`), client.request(`${u}#b`), client.request(u)]);
+  assert.equal((await log('rb-frag')).length, 1);
+  // fetch() names init's options as request() does, and keys 'patch' as PATCH.
+  await assert.rejects(client.fetch(`${server.url}/echo?id=rb-name`, { timeoutMs: 'x' }), (e) => e.option === 'timeoutMs');
+  await client.fetch(`${server.url}/echo?id=rb-patch`, { method: 'patch' });
+  const keys = client.breakers().map((b) => b.key);
+  assert.ok(keys.includes(`PATCH ${server.url}/echo`), keys.join(', '));
+  // A data: URL is keyed by its scheme, not by its payload.
+  assert.deepEqual(await client.request('data:application/json,{"a":1}'), { a: 1 });
+  assert.ok(client.breakers().some((b) => b.key === 'GET data:'));
+});
