@@ -2,7 +2,7 @@
 // error classes and a thin Client over the wasm one. Policy, state and the
 // network all live in wasm; this file only turns the engine's error
 // descriptors into class instances and guards the client after close().
-// It also holds anySignal, which the React and Vue hooks share.
+// It also holds anySignal and schemaKey, which the React and Vue hooks share.
 
 const BRAND = Symbol.for('stormguard.error');
 
@@ -20,6 +20,17 @@ export function anySignal(signals) {
     s.addEventListener('abort', () => c.abort(s.reason), { once: true });
   }
   return c.signal;
+}
+
+/** The hooks' key of a call: what restarts it. Never throws (a BigInt or a
+ * cyclic `version` would make JSON.stringify throw during render); such a
+ * value is the engine's to reject, into `error`. */
+export function schemaKey(href, cacheKey, version) {
+  try {
+    return JSON.stringify([href, cacheKey ?? null, version ?? null]);
+  } catch {
+    return JSON.stringify([href, String(cacheKey), String(typeof version)]);
+  }
 }
 
 export class StormguardError extends Error {

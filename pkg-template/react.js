@@ -1,7 +1,7 @@
 // stormguard/react: useSchema, a React 18/19 hook over client.schema().
 // Plain ESM with React as its only import (an optional peer dependency).
 import * as React from 'react';
-import { anySignal } from './core.js';
+import { anySignal, schemaKey } from './core.js';
 
 const IDLE = { data: undefined, source: undefined, stale: false, ageMs: undefined, error: undefined };
 
@@ -17,7 +17,7 @@ export function useSchema(client, url, options) {
   const href = url == null ? null : String(url);
   const cacheKey = options?.cacheKey;
   const version = options?.version;
-  const key = JSON.stringify([href, cacheKey ?? null, version ?? null]);
+  const key = schemaKey(href, cacheKey, version);
 
   const [state, setState] = React.useState(() => ({ key, ...IDLE, loading: href !== null }));
   const latest = React.useRef(null);
@@ -25,6 +25,7 @@ export function useSchema(client, url, options) {
   const keyRef = React.useRef(key);
   keyRef.current = key;
   const current = React.useRef(null); // the AbortController of the call in flight
+  const mounted = React.useRef(false);
 
   const run = React.useCallback((runKey) => {
     current.current?.abort();
@@ -56,11 +57,19 @@ export function useSchema(client, url, options) {
   }, []);
 
   React.useEffect(() => {
+    mounted.current = true;
     run(key);
-    return () => current.current?.abort();
+    return () => {
+      mounted.current = false;
+      current.current?.abort();
+    };
   }, [client, key, run]);
 
-  const refresh = React.useCallback(() => run(keyRef.current), [run]);
+  // After unmount nothing would ever abort a new call.
+  const refresh = React.useCallback(
+    () => (mounted.current ? run(keyRef.current) : Promise.resolve()),
+    [run],
+  );
 
   // Until the effect of a new key has run, report the new key's initial state
   // rather than the previous URL's document.

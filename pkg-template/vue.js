@@ -1,7 +1,7 @@
 // stormguard/vue: useSchema, a Vue 3 composable over client.schema().
 // Plain ESM with Vue as its only import (an optional peer dependency).
 import { getCurrentScope, onScopeDispose, shallowRef, unref, watch } from 'vue';
-import { anySignal } from './core.js';
+import { anySignal, schemaKey } from './core.js';
 
 /** A value, a ref or a getter, read now. */
 const read = (v) => (typeof v === 'function' ? v() : unref(v));
@@ -23,6 +23,7 @@ export function useSchema(client, url, options) {
   const loading = shallowRef(false);
   const error = shallowRef(undefined);
   let controller = null;
+  let disposed = false;
 
   const reset = () => {
     data.value = undefined;
@@ -33,6 +34,8 @@ export function useSchema(client, url, options) {
   };
 
   function refresh() {
+    // After unmount nothing would ever abort a new call.
+    if (disposed) return Promise.resolve();
     controller?.abort();
     controller = null;
     const u = read(url);
@@ -73,7 +76,7 @@ export function useSchema(client, url, options) {
     () => {
       const u = read(url);
       const o = read(options);
-      return JSON.stringify([u == null ? null : String(u), o?.cacheKey ?? null, o?.version ?? null]);
+      return schemaKey(u == null ? null : String(u), o?.cacheKey, o?.version);
     },
     (key, previous) => {
       if (previous !== undefined) reset(); // another document: drop the last one's
@@ -81,7 +84,12 @@ export function useSchema(client, url, options) {
     },
     { immediate: true },
   );
-  if (getCurrentScope()) onScopeDispose(() => controller?.abort());
+  if (getCurrentScope()) {
+    onScopeDispose(() => {
+      disposed = true;
+      controller?.abort();
+    });
+  }
 
   return { data, source, stale, ageMs, loading, error, refresh };
 }

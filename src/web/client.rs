@@ -102,8 +102,13 @@ impl Client {
     pub fn schema(&self, url: JsValue, options: JsValue) -> Promise {
         let prepared = self
             .prepare_request(&url, &options)
-            .and_then(|(call, signal)| {
+            .and_then(|(mut call, signal)| {
                 let o = schema::read(&options, &call)?;
+                call.prefer_cache = true;
+                // A request() must not share (and inherit) its impatience.
+                if let Some(k) = call.dedupe_key.as_mut() {
+                    k.push_str("\nschema()");
+                }
                 Ok((call, signal, o))
             });
         match prepared {
@@ -442,6 +447,7 @@ impl Client {
             breaker_key,
             cancel: Cancel::default(),
             dedupe_key: None,
+            prefer_cache: false,
             body_signal: match mode {
                 Mode::Fetch => common.signal.clone(),
                 Mode::Request(_) => None,

@@ -44,6 +44,10 @@ pub struct Call {
     pub cancel: Cancel,
     /// Set for `request()` GET/HEAD calls that may share a flight.
     pub dedupe_key: Option<String>,
+    /// `schema()`: an offline host or a Retry-After cooldown fails the call
+    /// at once (the cache answers) instead of waiting, as an open breaker
+    /// does.
+    pub prefer_cache: bool,
     /// `fetch()`'s caller signal, which every attempt's request also
     /// follows: once the call resolves, it can still abort the Response's
     /// body, as with the host's own fetch.
@@ -301,7 +305,7 @@ impl Engine {
             Some(until) if *until > now => until - now,
             _ => return Ok(now),
         };
-        if wait >= deadline.remaining(now) {
+        if call.prefer_cache || wait >= deadline.remaining(now) {
             return Err(CallError::new(ErrorKind::CircuitOpen {
                 key: call.breaker_key.clone(),
                 retry_in_ms: wait,
@@ -384,7 +388,7 @@ impl Engine {
             e
         };
         let target = match global_target() {
-            Some(t) if call.cfg.wait_for_online => t,
+            Some(t) if call.cfg.wait_for_online && !call.prefer_cache => t,
             _ => return Err(offline_error(None)),
         };
         let gate = Gate::new();
@@ -752,6 +756,7 @@ impl Engine {
             st.calls.take_values()
         };
         self.half_open.borrow_mut().take();
+        super::storage::forget(&self.me);
         for c in calls {
             c.cancel(CancelReason::Closed);
         }

@@ -163,10 +163,15 @@ pub async fn run(
     Ok(result(data, source, age_ms, Some(error)))
 }
 
-/// `Err(cause)` when `validate` returns something falsy or throws.
+/// `Err(cause)` when `validate` returns something falsy or throws. A
+/// promise (an async validate) is a failure: its answer would come too late
+/// to decide, and a promise is always truthy.
 fn validate(f: Option<&Function>, value: &JsValue) -> Result<(), JsValue> {
     match f.map(|f| f.call1(&JsValue::UNDEFINED, value)) {
         None => Ok(()),
+        Some(Ok(v)) if get(&v, "then").is_ok_and(|t| t.is_function()) => {
+            Err(js_sys::TypeError::new("validate() must return a boolean, not a promise").into())
+        }
         Some(Ok(v)) if v.is_truthy() => Ok(()),
         Some(Ok(_)) => Err(JsValue::UNDEFINED),
         Some(Err(thrown)) => Err(thrown),

@@ -55,9 +55,15 @@ struct Held {
 }
 
 thread_local! {
-    /// Every client's memory copies; those of a freed client are dropped at
-    /// the next save.
+    /// Every client's memory copies; dropped at its `close()`, or, for a
+    /// client freed without one, at the next save.
     static MEMORY: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Drops every in-memory copy of `owner` (its `close()`): the memory is
+/// freed then, not when another client next saves.
+pub fn forget(owner: &Weak<Engine>) {
+    MEMORY.with_borrow_mut(|m| m.retain(|h| !h.owner.ptr_eq(owner)));
 }
 
 /// Why storage gave nothing or took nothing.

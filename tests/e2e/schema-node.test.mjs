@@ -97,3 +97,28 @@ test('storage: false, validate, an open breaker and an abort in Node', async () 
   await assert.rejects(pending, (e) => e instanceof AbortError && e.reason === 'gone');
   client.close();
 });
+
+test('schema() answers from the cache at once during a Retry-After, and refuses an async validate', async () => {
+  const client = await createClient();
+  const o = { cacheKey: 'doc', breakerKey: 'doc' };
+  assert.equal((await client.schema(url('/echo', 'sn-wait'), o)).source, 'network');
+  // A 503 asking for 4 s: this call gives up (retry: false), the key cools down.
+  const busy = await client.schema(url('/status/503?retryAfter=4', 'sn-wait'), { ...o, retry: false });
+  assert.equal(busy.source, 'cache');
+  const t0 = performance.now();
+  const r = await client.schema(url('/echo', 'sn-wait'), o);
+  const took = performance.now() - t0;
+  assert.equal(r.source, 'cache', 'served from the cache, not after waiting out the cooldown');
+  assert.ok(took < 1000, `took ${took} ms`);
+  assert.ok(r.error instanceof CircuitOpenError);
+  // request() still waits a cooldown out (within its deadline) rather than fail.
+  const t1 = performance.now();
+  await client.request(url('/echo', 'sn-wait'), { breakerKey: 'doc' });
+  assert.ok(performance.now() - t1 > 2000, 'request() waited for the cooldown');
+
+  const v = await client.schema(url('/echo', 'sn-async'), { cacheKey: 'doc', validate: async () => true });
+  assert.equal(v.source, 'cache');
+  assert.ok(v.error instanceof ParseError);
+  assert.match(String(v.error.cause), /promise/);
+  client.close();
+});
