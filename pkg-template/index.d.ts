@@ -147,7 +147,9 @@ export interface RequestOptions extends CallOptions {
  * A response fetched with an `Authorization` header (the client's or the
  * call's) is neither stored nor served from the cache unless `cacheKey` is
  * given explicitly: keyed by URL alone, one user's document could be shown
- * to the next user of the browser.
+ * to the next user of the browser. Likewise a call other than GET or HEAD
+ * (a POST's body is not in the URL) is cached only under an explicit
+ * `cacheKey`.
  */
 export interface SchemaOptions<T> extends RequestOptions {
   /** Default: the absolute URL (query included). */

@@ -333,6 +333,11 @@ impl Client {
                     Some(h) => h,
                     None => Headers::new().map_err(|_| opt_err("headers", "unsupported"))?,
                 };
+                // A stream body needs duplex 'half' (the Request constructor
+                // refuses it otherwise); each attempt sends a clone of it.
+                if instance_of::<web_sys::ReadableStream>(&body) {
+                    let _ = js_sys::Reflect::set(&init, &"duplex".into(), &"half".into());
+                }
                 init.set_body(&encode_body(&body, &headers)?);
                 let request = Request::new_with_str_and_init(&href, &init)
                     .map_err(|_| opt_err("body", "cannot be sent with this method"))?;

@@ -84,9 +84,12 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, CallError> 
         .target
         .headers()
         .is_some_and(|h| h.has("authorization").unwrap_or(true));
+    // Keyed by URL alone, a POST's (a GraphQL query's) copy would answer
+    // another body's call: only GET and HEAD get a default key.
+    let keyed_by_url = call.method == "GET" || call.method == "HEAD";
     let key = match cache_key {
         Some(k) => Some(k),
-        None if authorized => None,
+        None if authorized || !keyed_by_url => None,
         None => Some(call.url.clone()),
     };
     Ok(SchemaOptions {

@@ -122,3 +122,19 @@ test('schema() answers from the cache at once during a Retry-After, and refuses 
   assert.match(String(v.error.cause), /promise/);
   client.close();
 });
+
+test('a POST schema() is cached only under an explicit cacheKey; a stream body can be sent', async () => {
+  const client = await createClient({ retry: false });
+  const post = (body, o = {}) => client.schema(url('/echo', 'sn-post'), { method: 'POST', body, ...o });
+  assert.equal((await post({ query: 'A' })).source, 'network');
+  const failing = await client.schema(url('/status/503', 'sn-post'), { method: 'POST', body: { query: 'B' } });
+  assert.equal(failing.source, 'none', 'query A is not served for query B');
+  await post({ query: 'A' }, { cacheKey: 'qa' });
+  const served = await client.schema(url('/status/503', 'sn-post'), { method: 'POST', body: { query: 'A' }, cacheKey: 'qa' });
+  assert.equal(served.source, 'cache');
+  // request() sends a ReadableStream body (duplex 'half').
+  const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('streamed')); c.close(); } });
+  const echoed = await client.request(url('/echo', 'sn-stream'), { method: 'PUT', body: stream });
+  assert.equal(echoed.body, 'streamed');
+  client.close();
+});
