@@ -163,8 +163,8 @@ export interface SchemaOptions<T> extends RequestOptions {
   /**
    * A response for which it returns false (or throws) is not cached and the
    * result's `error` is a ParseError; it is not a breaker failure.
+   * Synchronous: a returned promise counts as a failure.
    */
-  /** Synchronous: a returned promise counts as a failure. */
   validate?: (value: unknown) => boolean;
   /** Default 'json'; a stored copy must be JSON or text. */
   responseType?: 'json' | 'text';

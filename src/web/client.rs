@@ -476,7 +476,10 @@ fn endpoint(url: &Url) -> Result<(String, String), CallError> {
         // per payload.
         None => (
             match url.origin() {
-                o if o == "null" => url.protocol(),
+                // data: has no place to key by but its payload.
+                _ if url.protocol() == "data:" => url.protocol(),
+                // capacitor://, app://, file: ... have no origin either.
+                o if o == "null" => cat(&[&url.protocol(), "//", &url.host(), &url.pathname()]),
                 o => cat(&[&o, &url.pathname()]),
             },
             !url.username().is_empty() || !url.password().is_empty(),
@@ -533,6 +536,7 @@ fn normalize_method(m: &str) -> Result<String, CallError> {
 
 /// Sets each name of `query` on the URL, replacing any value the URL
 /// already gives it (a call's own value wins, as with ofetch's `query`).
+/// Only a call with a query re-serializes the URL's query string.
 fn set_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
     if query.is_null() {
         return Ok(());
@@ -542,6 +546,9 @@ fn set_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
     }
     let params = url.search_params();
     let list = pairs(query).map_err(|_| opt_err("query", "could not be read"))?;
+    // The URL's own values of each name go; then every pair is added, so
+    // pairs that repeat a name (URLSearchParams, arrays) all go out.
+    let mut named = Vec::new();
     for e in list.iter() {
         let Some((k, v)) = pair_of(&e) else {
             return Err(opt_err("query", "must be an object or [name, value] pairs"));
@@ -565,7 +572,13 @@ fn set_query(url: &Url, query: &JsValue) -> Result<(), CallError> {
                 "values must be strings, numbers or booleans",
             ));
         };
-        params.set(&k, &text);
+        named.push((k, text));
+    }
+    for (k, _) in &named {
+        params.delete(k);
+    }
+    for (k, v) in &named {
+        params.append(k, v);
     }
     Ok(())
 }

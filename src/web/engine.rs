@@ -305,7 +305,11 @@ impl Engine {
             Some(until) if *until > now => until - now,
             _ => return Ok(now),
         };
-        if call.prefer_cache || wait >= deadline.remaining(now) {
+        // schema() fails over at once, but not on the cooldown its own
+        // last answer set (its planned retry waits exactly that long, and
+        // a timer may fire a hair early).
+        let fail_fast = call.prefer_cache && call.cancel.attempts() == 0;
+        if fail_fast || wait >= deadline.remaining(now) {
             return Err(CallError::new(ErrorKind::CircuitOpen {
                 key: call.breaker_key.clone(),
                 retry_in_ms: wait,
@@ -636,12 +640,11 @@ impl Engine {
             });
             // fetch() resolves with a final Response, never rejects with an
             // HttpError: its deadline stays a TimeoutError.
-            if !matches!(
+            let http_from_fetch = matches!(
                 (call.mode, &err.kind),
                 (Mode::Fetch, ErrorKind::Http { .. })
-            ) {
-                last = Some(err);
-            }
+            );
+            last = (!http_from_fetch).then_some(err);
             if call.cancel.sleep(delay).await == Wake::Cancelled {
                 return Err(abort_error(&call.cancel));
             }

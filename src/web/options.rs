@@ -278,10 +278,17 @@ pub fn read_idempotency_key(r: &Reader) -> Result<Option<IdemKey>, OptionsError>
                 Err(err("idempotencyKey", "must be 1 to 255 characters"))
             }
             // It goes as a header value: what cannot be one would be dropped.
-            Some(s) if !s.bytes().all(|b| (0x20..0x7f).contains(&b)) => Err(err(
-                "idempotencyKey",
-                "must be printable ASCII (it is sent as a header)",
-            )),
+            // Headers would trim outer spaces: the key sent would differ.
+            Some(s)
+                if !s.bytes().all(|b| (0x20..0x7f).contains(&b))
+                    || s.starts_with(' ')
+                    || s.ends_with(' ') =>
+            {
+                Err(err(
+                    "idempotencyKey",
+                    "must be printable ASCII with no outer spaces (it is sent as a header)",
+                ))
+            }
             Some(s) => Ok(Some(IdemKey::Given(s))),
             None => Err(err("idempotencyKey", "must be a string or true")),
         },

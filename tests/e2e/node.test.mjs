@@ -139,6 +139,10 @@ test('request building: keys, record shapes, fragments, method case, option name
   assert.equal(echoed.headers['x-client'], 'c');
   assert.equal(echoed.headers['x-call'], 'm');
   assert.equal(echoed.query.page, '2');
+  const repeated = await client.request(`${server.url}/echo?t=0&id=rb-shapes`, { query: new URLSearchParams([['t', '1'], ['t', '2']]) });
+  assert.match(repeated.search, /t=1&t=2/);
+  assert.doesNotMatch(repeated.search, /t=0/);
+  await assert.rejects(client.request(`${server.url}/echo?id=rb-key`, { method: 'POST', idempotencyKey: ' padded' }), (e) => e.option === 'idempotencyKey');
   // The fragment is never sent: these are one request.
   const u = `${server.url}/delay?ms=100&id=rb-frag`;
   await Promise.all([client.request(`${u}#a`), client.request(`${u}#b`), client.request(u)]);
