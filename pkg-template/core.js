@@ -6,20 +6,36 @@
 
 const BRAND = Symbol.for('stormguard.error');
 
-/** An AbortSignal that aborts when any of `signals` does (AbortSignal.any where it exists). */
+/**
+ * `{ signal, done }`: a signal that aborts when any of `signals` does
+ * (AbortSignal.any where it exists), and `done()` to call when the work it
+ * guards has settled. Without AbortSignal.any the fallback listens on each
+ * source; `done()` removes those listeners, so a long-lived caller signal
+ * does not collect one per call.
+ */
 export function anySignal(signals) {
   const list = signals.filter(Boolean);
-  if (list.length === 1) return list[0];
-  if (typeof AbortSignal.any === 'function') return AbortSignal.any(list);
+  const done = () => {};
+  if (list.length === 1) return { signal: list[0], done };
+  if (typeof AbortSignal.any === 'function') return { signal: AbortSignal.any(list), done };
   const c = new AbortController();
+  const links = [];
   for (const s of list) {
     if (s.aborted) {
       c.abort(s.reason);
       break;
     }
-    s.addEventListener('abort', () => c.abort(s.reason), { once: true });
+    const onAbort = () => c.abort(s.reason);
+    s.addEventListener('abort', onAbort, { once: true });
+    links.push([s, onAbort]);
   }
-  return c.signal;
+  return {
+    signal: c.signal,
+    done: () => {
+      for (const [s, onAbort] of links) s.removeEventListener('abort', onAbort);
+      links.length = 0;
+    },
+  };
 }
 
 /** The hooks' key of a call: what restarts it. Never throws (a BigInt or a

@@ -41,7 +41,7 @@ export function useSchema(client, url, options) {
       if (s.key !== runKey) return { key: runKey, ...IDLE, loading: true };
       return s.loading ? s : { ...s, loading: true };
     });
-    const signal = anySignal([controller.signal, o?.signal]);
+    const { signal, done } = anySignal([controller.signal, o?.signal]);
     const settle = (next) => {
       if (!controller.signal.aborted) setState({ key: runKey, ...next, loading: false });
     };
@@ -52,6 +52,7 @@ export function useSchema(client, url, options) {
         (e) => settle({ ...IDLE, error: e }),
       )
       .finally(() => {
+        done();
         if (current.current === controller) current.current = null;
       });
   }, []);

@@ -47,7 +47,7 @@ export function useSchema(client, url, options) {
     const mine = new AbortController();
     controller = mine;
     loading.value = true;
-    const signal = anySignal([mine.signal, o?.signal]);
+    const { signal, done } = anySignal([mine.signal, o?.signal]);
     return Promise.resolve(client)
       .then((c) => c.schema(String(u), { ...o, signal }))
       .then(
@@ -66,6 +66,7 @@ export function useSchema(client, url, options) {
         },
       )
       .finally(() => {
+        done();
         if (controller !== mine) return;
         controller = null;
         loading.value = false;

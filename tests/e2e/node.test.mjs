@@ -156,3 +156,25 @@ test('request building: keys, record shapes, fragments, method case, option name
   assert.deepEqual(await client.request('data:application/json,{"a":1}'), { a: 1 });
   assert.ok(client.breakers().some((b) => b.key === 'GET data:'));
 });
+
+test('the hooks\' signal fallback (no AbortSignal.any) leaves no listener behind', async () => {
+  const { getEventListeners } = await import('node:events');
+  const { anySignal } = await import('../../pkg/core.js');
+  const any = AbortSignal.any;
+  try {
+    delete AbortSignal.any; // a host without it (Safari < 17.4, Chrome < 116)
+    const long = new AbortController(); // an app-wide signal, passed to every call
+    for (let i = 0; i < 3; i++) {
+      const { signal, done } = anySignal([new AbortController().signal, long.signal]);
+      assert.equal(signal.aborted, false);
+      done();
+    }
+    assert.equal(getEventListeners(long.signal, 'abort').length, 0);
+    const mine = new AbortController();
+    const { signal } = anySignal([mine.signal, long.signal]);
+    mine.abort('why');
+    assert.equal(signal.reason, 'why', 'it still aborts with a source');
+  } finally {
+    AbortSignal.any = any;
+  }
+});
