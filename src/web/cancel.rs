@@ -271,9 +271,8 @@ struct Due {
 /// Every timer of the module (attempt timeouts, breaker periods) on one
 /// host timer, armed for the earliest. Attempts usually end long before
 /// their timeout, so a call costs no `setTimeout`/`clearTimeout` pair and
-/// no closure: the host timer
-/// is re-armed only when a new attempt is due before the armed time, or
-/// when it fires. It is never cleared when idle (unref'd in Node, so it
+/// no closure: the host timer is re-armed only when a new attempt is due
+/// before the armed time, or when it fires. It is never cleared when idle (unref'd in Node, so it
 /// keeps no process alive); firing with nothing due costs one scan.
 #[derive(Default)]
 struct Alarms {

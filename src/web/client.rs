@@ -75,7 +75,7 @@ impl Client {
 
     /// `client.request(url, options)`: resolves with the parsed body.
     pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
-        match self.prepare_request(&url, &options) {
+        match self.prepare_request(&url, &options, false) {
             Ok((call, signal)) => self.spawn(call, signal),
             Err(e) => Promise::reject(&self.error(e.to_js())),
         }
@@ -101,14 +101,9 @@ impl Client {
     /// `client.schema(url, options)`: request() plus a last-good copy.
     pub fn schema(&self, url: JsValue, options: JsValue) -> Promise {
         let prepared = self
-            .prepare_request(&url, &options)
-            .and_then(|(mut call, signal)| {
+            .prepare_request(&url, &options, true)
+            .and_then(|(call, signal)| {
                 let o = schema::read(&options, &call)?;
-                call.prefer_cache = true;
-                // A request() must not share (and inherit) its impatience.
-                if let Some(k) = call.dedupe_key.as_mut() {
-                    k.push_str("\nschema()");
-                }
                 Ok((call, signal, o))
             });
         match prepared {
@@ -279,6 +274,7 @@ impl Client {
         &self,
         url: &JsValue,
         options: &JsValue,
+        prefer_cache: bool,
     ) -> Result<(Call, Option<AbortSignal>), CallError> {
         let r = Reader::new(options, "options").map_err(CallError::options)?;
         let common = self.common(&r)?;
@@ -352,9 +348,10 @@ impl Client {
             Mode::Request(response_type),
             common,
         )?;
-        if self.engine.cfg.dedupe && (call.method == "GET" || call.method == "HEAD") {
+        call.prefer_cache = prefer_cache;
+        if self.engine.cfg.dedupe && call.named_by_url() {
             let headers = call.target.headers().filter(|_| has_headers);
-            call.dedupe_key = Some(dedupe_key(&call.method, &call.url, headers, response_type));
+            call.dedupe_key = Some(dedupe_key(&call, headers, response_type));
         }
         Ok((call, signal))
     }
@@ -472,13 +469,11 @@ fn endpoint(url: &Url) -> Result<(String, String), CallError> {
     let href = url.href();
     let (endpoint, credentials) = match split_http_href(&href) {
         Some(h) => (cat(&[h.origin, h.path]), h.credentials),
-        // data: and the like have no origin: one key per scheme, not one
-        // per payload.
         None => (
             match url.origin() {
-                // data: has no place to key by but its payload.
+                // data: has nothing to key by but its payload: one key.
                 _ if url.protocol() == "data:" => url.protocol(),
-                // capacitor://, app://, file: ... have no origin either.
+                // capacitor://, app://, file: have no origin either.
                 o if o == "null" => cat(&[&url.protocol(), "//", &url.host(), &url.pathname()]),
                 o => cat(&[&o, &url.pathname()]),
             },
@@ -494,10 +489,13 @@ fn endpoint(url: &Url) -> Result<(String, String), CallError> {
     Ok((href, endpoint))
 }
 
-fn dedupe_key(method: &str, href: &str, headers: Option<Headers>, rt: ResponseType) -> String {
+fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String {
     // The fragment is never sent: /x#a and /x are one request.
-    let sent = href.split('#').next().unwrap_or(href);
-    let mut key = cat(&[method, " ", rt.name(), " ", sent]);
+    let sent = call.url.split('#').next().unwrap_or(&call.url);
+    // schema() does not wait where request() does: neither may inherit
+    // the other's patience.
+    let waits = if call.prefer_cache { "cache" } else { "waits" };
+    let mut key = cat(&[&call.method, " ", rt.name(), " ", waits, " ", sent]);
     if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
         for pair in entries.flatten() {
             let pair: Array = pair.unchecked_into();

@@ -163,10 +163,8 @@ impl Flight {
         } else {
             ErrorKind::Abort { reason }
         };
-        let mut e = CallError::new(kind);
-        e.request_id = me.request_id;
-        e.attempts = self.cancel.attempts();
-        e.elapsed_ms = (now_ms() - me.started_ms).max(0.0);
+        let elapsed = now_ms() - me.started_ms;
+        let e = CallError::new(kind).stamped(&me.request_id, self.cancel.attempts(), elapsed);
         Err(e.to_js())
     }
 }

@@ -42,7 +42,8 @@ pub struct Call {
     pub has_key: bool,
     pub breaker_key: String,
     pub cancel: Cancel,
-    /// Set for `request()` GET/HEAD calls that may share a flight.
+    /// Set for `request()` GET/HEAD calls that may share a flight (never
+    /// shared between calls that differ in `prefer_cache`).
     pub dedupe_key: Option<String>,
     /// `schema()`: an offline host or a Retry-After cooldown fails the call
     /// at once (the cache answers) instead of waiting, as an open breaker
@@ -52,6 +53,14 @@ pub struct Call {
     /// follows: once the call resolves, it can still abort the Response's
     /// body, as with the host's own fetch.
     pub body_signal: Option<AbortSignal>,
+}
+
+impl Call {
+    /// GET and HEAD: what they fetch is named by the URL (and headers)
+    /// alone, so they may share a flight and a default cache key.
+    pub fn named_by_url(&self) -> bool {
+        self.method == "GET" || self.method == "HEAD"
+    }
 }
 
 pub struct Listener {
@@ -438,11 +447,9 @@ impl Engine {
         let deadline = Deadline::new(now_ms(), call.cfg.deadline_ms);
         self.st.borrow_mut().stats.requests += 1;
         let result = self.attempts(call, &deadline).await;
-        result.map_err(|mut e| {
+        result.map_err(|e| {
             let attempts = call.cancel.attempts();
-            e.request_id.clone_from(&call.request_id);
-            e.attempts = attempts;
-            e.elapsed_ms = deadline.elapsed(now_ms());
+            let e = e.stamped(&call.request_id, attempts, deadline.elapsed(now_ms()));
             self.st.borrow_mut().stats.failures += 1;
             self.emit_call("giveUp", call, attempts, &|o| {
                 o.set("elapsedMs", e.elapsed_ms).set("errorName", e.name());

@@ -49,6 +49,15 @@ pub struct CallError {
 }
 
 impl CallError {
+    /// The error as its caller sees it: whose call, after how many
+    /// attempts and how long.
+    pub fn stamped(mut self, request_id: &str, attempts: u32, elapsed_ms: f64) -> CallError {
+        self.request_id = request_id.to_owned();
+        self.attempts = attempts;
+        self.elapsed_ms = elapsed_ms.max(0.0);
+        self
+    }
+
     pub fn new(kind: ErrorKind) -> CallError {
         CallError {
             kind,

@@ -50,7 +50,6 @@ impl<'a> Reader<'a> {
         };
         // request()'s options and fetch()'s init name their keys alike:
         // `timeoutMs`, `retry.maxAttempts`, as the range checks do.
-        let _ = name;
         Ok(Reader { obj, prefix: "" })
     }
 

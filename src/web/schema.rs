@@ -86,10 +86,9 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, CallError> 
         .is_some_and(|h| h.has("authorization").unwrap_or(true));
     // Keyed by URL alone, a POST's (a GraphQL query's) copy would answer
     // another body's call: only GET and HEAD get a default key.
-    let keyed_by_url = call.method == "GET" || call.method == "HEAD";
     let key = match cache_key {
         Some(k) => Some(k),
-        None if authorized || !keyed_by_url => None,
+        None if authorized || !call.named_by_url() => None,
         None => Some(call.url.clone()),
     };
     Ok(SchemaOptions {
@@ -128,10 +127,8 @@ pub async fn run(
             }
             Err(cause) => {
                 engine.st.borrow_mut().stats.failures += 1;
-                let mut e = CallError::new(ErrorKind::Parse { cause });
-                e.request_id.clone_from(&request_id);
-                e.elapsed_ms = now_ms() - started;
-                let d = e.to_js();
+                let e = CallError::new(ErrorKind::Parse { cause });
+                let d = e.stamped(&request_id, 0, now_ms() - started).to_js();
                 let _ = js_sys::Reflect::set(
                     &d,
                     &JsValue::from_str("message"),
