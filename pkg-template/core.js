@@ -104,6 +104,10 @@ const closedError = () => new AbortError('call aborted', { reason: 'client close
 class Client {
   #c;
   #final = null; // stats at close(), once the wasm client is freed
+  // Calls into the wasm client in progress: close() from inside one (an
+  // option getter, a listener) frees the wasm object only once they have
+  // returned, as freeing it while borrowed would throw wasm-bindgen's own error.
+  #depth = 0;
 
   constructor(inner) {
     this.#c = inner;
@@ -128,6 +132,7 @@ class Client {
 
   #call(method, a, b) {
     if (this.#final) return Promise.reject(closedError());
+    this.#depth++;
     try {
       // request() and fetch() reject with classes already (setErrorFactory);
       // schema() classes its own results and rejections.
@@ -136,6 +141,8 @@ class Client {
       // The engine reports through the promise; this only turns a host
       // exception it could not catch into a rejection, never a throw.
       return Promise.reject(toError(d));
+    } finally {
+      if (--this.#depth === 0 && this.#final) this.#c.free();
     }
   }
 
@@ -164,7 +171,7 @@ class Client {
     if (this.#final) return;
     this.#c.close();
     this.#final = { ...this.#c.stats(), inFlight: 0, queued: 0 };
-    this.#c.free();
+    if (this.#depth === 0) this.#c.free();
   }
 }
 
