@@ -1167,3 +1167,64 @@ async fn calls_started_and_aborted_from_inside_a_listener_settle() {
     assert_eq!(log.length(), 1, "the aborted call sent nothing");
     assert_eq!(get(&log.get(0), "path").as_string().unwrap(), "/echo");
 }
+
+/// An error status decides the attempt once its headers arrive: a body
+/// that stalls after its first bytes ends in HttpError with what arrived
+/// when the attempt's time is up (never a TimeoutError), and a 404 is sent
+/// once (issue 14, item 3; ky's "HTTPError does not hang on never-ending
+/// error response body").
+#[wasm_bindgen_test]
+async fn a_stalled_error_body_ends_in_http_error_with_what_arrived() {
+    let client = Client::new(obj(r#"{"retry": {"baseDelayMs": 1}, "budget": false}"#)).unwrap();
+    for (status, sent, denied) in [(404, 1, "status"), (500, 3, "attempts")] {
+        let id = test_id("stall");
+        let path = format!("/body?bytes=5000&status={status}&chunk=100&interval=10000");
+        let start = now();
+        let err = request(&client, &url(&path, &id), r#"{"timeoutMs": 300}"#)
+            .await
+            .unwrap_err();
+        assert_eq!(name(&err), "HttpError", "{status}");
+        assert_eq!(num(&err, "status"), f64::from(status));
+        assert_eq!(get(&err, "body").as_string().unwrap(), "x".repeat(100));
+        assert_eq!(get(&err, "retryDenied").as_string().unwrap(), denied);
+        assert!(now() - start < 3000.0, "{status} took {} ms", now() - start);
+        assert_eq!(wait_for_log(&id, sent).await.length(), sent);
+        if status == 404 {
+            let b = client.breakers().get(0);
+            assert_eq!(num(&b, "failureRate"), 0.0, "a 404 is no breaker failure");
+        }
+    }
+    assert_eq!(stat(&client, "timeouts"), 0.0);
+}
+
+/// A `fetch` stand-in that gives no Response (a bare mock returns
+/// `undefined`) fails the attempt with NetworkError, retried like any, with
+/// no hang and no trap; the module works on with the real fetch (item 1).
+#[wasm_bindgen_test]
+async fn a_fetch_stand_in_without_a_response_fails_with_network_error() {
+    let global = js_sys::global();
+    let key = JsValue::from_str("fetch");
+    let real = Reflect::get(&global, &key).unwrap();
+    let client = Client::new(obj(
+        r#"{"retry": {"baseDelayMs": 1}, "budget": false, "breaker": false, "concurrency": {"max": 1}}"#,
+    ))
+    .unwrap();
+    let stand_in = js_sys::Function::new_no_args("return undefined");
+    Reflect::set(&global, &key, &stand_in).unwrap();
+    let calls = [0, 1].map(|_| request(&client, "/anything", r#"{"timeoutMs": 200}"#));
+    let mut errors = Vec::new();
+    for c in calls {
+        errors.push(c.await);
+    }
+    Reflect::set(&global, &key, &real).unwrap();
+    for e in errors {
+        let e = e.unwrap_err();
+        assert_eq!(name(&e), "NetworkError");
+        assert!(get(&e, "cause").is_instance_of::<js_sys::TypeError>());
+        assert_eq!(num(&e, "attempts"), 3.0);
+    }
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+    let id = test_id("after-stand-in");
+    let ok = request(&client, &url("/echo", &id), "{}").await.unwrap();
+    assert_eq!(get(&ok, "method").as_string().unwrap(), "GET");
+}

@@ -121,8 +121,8 @@ pub enum CancelReason {
 #[derive(Default)]
 struct CancelState {
     reason: Option<CancelReason>,
-    /// The controller of the attempt in flight, aborted on cancel.
-    attempt: Option<AbortController>,
+    /// The attempt in flight, stopped on cancel.
+    attempt: Option<Stop>,
     /// The gate of the wait in progress (queue or backoff), opened on cancel.
     gate: Option<Gate>,
     /// Attempts begun so far (a shared call's joiners report it too).
@@ -152,8 +152,8 @@ impl Cancel {
             st.reason = Some(reason);
             (st.attempt.take(), st.gate.take())
         };
-        if let Some(ctl) = attempt {
-            ctl.abort();
+        if let Some(stop) = attempt {
+            stop.fire(false);
         }
         if let Some(g) = gate {
             g.open(Wake::Cancelled);
@@ -172,9 +172,9 @@ impl Cancel {
         self.0.borrow().attempts
     }
 
-    /// Registers the attempt's controller (None when the attempt ends).
-    pub fn set_attempt(&self, ctl: Option<AbortController>) {
-        self.0.borrow_mut().attempt = ctl;
+    /// Registers the attempt's stop switch (None when the attempt ends).
+    pub fn set_attempt(&self, stop: Option<Stop>) {
+        self.0.borrow_mut().attempt = stop;
     }
 
     /// Registers the gate of a wait (None when the wait ends). A call
@@ -193,15 +193,97 @@ impl Cancel {
 
     /// Waits `ms`, or less if the call is cancelled first.
     pub async fn sleep(&self, ms: f64) -> Wake {
+        match self.within(ms, std::future::pending::<()>()).await {
+            Ok(()) => Wake::Done,
+            Err(wake) => wake,
+        }
+    }
+
+    /// Runs `work` for at most `ms`, and no longer than the call lasts:
+    /// `Err(Wake::Timer)` when the time ran out first, `Err(Wake::Cancelled)`
+    /// when the call was cancelled first (`work` is dropped unfinished).
+    pub async fn within<F: Future>(&self, ms: f64, work: F) -> Result<F::Output, Wake> {
         if self.is_cancelled() {
-            return Wake::Cancelled;
+            return Err(Wake::Cancelled);
         }
         let gate = Gate::new();
         self.set_gate(Some(gate.clone()));
         let _timer = gate_timer(&gate, ms);
-        let wake = gate.wait().await;
+        let out = Race(std::pin::pin!(work), gate.wait()).await;
         self.set_gate(None);
-        wake
+        match out {
+            Either::Left(v) => Ok(v),
+            Either::Right(wake) => Err(wake),
+        }
+    }
+}
+
+/// Which of two futures finished first.
+pub enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Polls both futures, the first one first; ends with the first to finish.
+/// The other is dropped unfinished: a promise it awaited may still settle
+/// later, harmlessly (js-sys keeps its callbacks valid until then).
+pub struct Race<A, B>(pub A, pub B);
+
+impl<A: Future + Unpin, B: Future + Unpin> Future for Race<A, B> {
+    type Output = Either<A::Output, B::Output>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(a) = Pin::new(&mut self.0).poll(cx) {
+            return Poll::Ready(Either::Left(a));
+        }
+        Pin::new(&mut self.1).poll(cx).map(Either::Right)
+    }
+}
+
+/// An attempt's stop switch: its timer and a cancel both abort the request
+/// (the host's fetch sees its signal) and open the gate the attempt also
+/// waits on, so the attempt ends even when a fetch stand-in ignores the
+/// signal and never settles.
+#[derive(Clone)]
+pub struct Stop {
+    ctl: AbortController,
+    gate: Gate,
+    timed_out: Rc<Cell<bool>>,
+}
+
+impl Stop {
+    pub fn new(ctl: AbortController) -> Stop {
+        Stop {
+            ctl,
+            gate: Gate::new(),
+            timed_out: Rc::new(Cell::new(false)),
+        }
+    }
+
+    pub fn signal(&self) -> AbortSignal {
+        self.ctl.signal()
+    }
+
+    /// Whether the attempt's timer stopped it.
+    pub fn timed_out(&self) -> bool {
+        self.timed_out.get()
+    }
+
+    /// Opens when the attempt is stopped, by its timer or a cancel.
+    pub fn wait(&self) -> GateFuture {
+        self.gate.wait()
+    }
+
+    fn fire(&self, timeout: bool) {
+        if self.gate.is_open() {
+            return;
+        }
+        self.timed_out.set(timeout);
+        self.gate.open(if timeout {
+            Wake::Timer
+        } else {
+            Wake::Cancelled
+        });
+        self.ctl.abort();
     }
 }
 
@@ -232,15 +314,6 @@ impl EventLink {
             closure,
         }
     }
-
-    /// Calls `on_abort` once when `signal` aborts (at once if it already has).
-    pub fn abort(signal: &AbortSignal, on_abort: impl FnOnce() + 'static) -> Option<EventLink> {
-        if signal.aborted() {
-            on_abort();
-            return None;
-        }
-        Some(EventLink::once(signal.unchecked_ref(), "abort", on_abort))
-    }
 }
 
 impl Drop for EventLink {
@@ -251,13 +324,108 @@ impl Drop for EventLink {
     }
 }
 
+/// A caller's signal with the calls waiting on its abort. However many
+/// calls share one signal, it gets one listener: Node warns
+/// (`MaxListenersExceededWarning`) past ten on one signal.
+struct Watched {
+    signal: AbortSignal,
+    _link: EventLink,
+    calls: Vec<(u64, OnAbortFn)>,
+}
+
+type OnAbortFn = Box<dyn FnOnce(JsValue)>;
+
+#[derive(Default)]
+struct Watch {
+    next_id: u64,
+    signals: Vec<Watched>,
+}
+
+thread_local! {
+    static WATCH: RefCell<Watch> = RefCell::new(Watch::default());
+}
+
+/// A call's interest in a caller signal's abort, dropped when the call no
+/// longer cares; the signal's listener goes with the last one.
+pub struct OnAbort {
+    id: u64,
+    signal: AbortSignal,
+}
+
+impl OnAbort {
+    /// Calls `f` with the signal's reason once `signal` aborts (at once if
+    /// it already has; then there is nothing to drop).
+    pub fn new(signal: &AbortSignal, f: impl FnOnce(JsValue) + 'static) -> Option<OnAbort> {
+        if is_aborted(signal) {
+            f(reason(signal));
+            return None;
+        }
+        WATCH.with_borrow_mut(|w| {
+            w.next_id += 1;
+            let id = w.next_id;
+            let f: OnAbortFn = Box::new(f);
+            match w.signals.iter_mut().find(|s| s.signal == *signal) {
+                Some(s) => s.calls.push((id, f)),
+                None => {
+                    let s = signal.clone();
+                    let link = EventLink::once(signal, "abort", move || aborted(&s));
+                    w.signals.push(Watched {
+                        signal: signal.clone(),
+                        _link: link,
+                        calls: vec![(id, f)],
+                    });
+                }
+            }
+            Some(OnAbort {
+                id,
+                signal: signal.clone(),
+            })
+        })
+    }
+}
+
+impl Drop for OnAbort {
+    fn drop(&mut self) {
+        // Removed outside the borrow: dropping the link calls into the host.
+        let gone = WATCH.with_borrow_mut(|w| {
+            let i = w.signals.iter().position(|s| s.signal == self.signal)?;
+            let s = w.signals.get_mut(i)?;
+            s.calls.retain(|(id, _)| *id != self.id);
+            s.calls.is_empty().then(|| w.signals.swap_remove(i))
+        });
+        drop(gone);
+    }
+}
+
+/// A watched signal fired: every call on it hears, each once.
+fn aborted(signal: &AbortSignal) {
+    let watched = WATCH.with_borrow_mut(|w| {
+        let i = w.signals.iter().position(|s| s.signal == *signal)?;
+        Some(w.signals.swap_remove(i))
+    });
+    if let Some(w) = watched {
+        let why = reason(signal);
+        for (_, f) in w.calls {
+            f(why.clone());
+        }
+    }
+}
+
+/// `signal.aborted`, read so that a hostile signal (a Proxy whose getter
+/// throws) cannot throw through wasm.
+pub fn is_aborted(signal: &AbortSignal) -> bool {
+    get(signal, "aborted").is_ok_and(|v| v.is_truthy())
+}
+
+/// `signal.reason`, read as safely.
+pub fn reason(signal: &AbortSignal) -> JsValue {
+    get(signal, "reason").unwrap_or(JsValue::UNDEFINED)
+}
+
 /// What a due alarm does.
 enum Action {
-    /// An attempt's timeout: flag the attempt as timed out and abort it.
-    Abort {
-        ctl: AbortController,
-        timed_out: Rc<Cell<bool>>,
-    },
+    /// An attempt's timeout: stop it as timed out.
+    Stop(Stop),
     /// Anything else (a breaker's open period ending).
     Run(Box<dyn FnOnce()>),
 }
@@ -320,10 +488,7 @@ fn fire_alarms() {
     });
     for d in expired {
         match d.action {
-            Action::Abort { ctl, timed_out } => {
-                timed_out.set(true);
-                ctl.abort();
-            }
+            Action::Stop(stop) => stop.fire(true),
             Action::Run(f) => f(),
         }
     }
@@ -333,15 +498,9 @@ fn fire_alarms() {
 pub struct Alarm(u64);
 
 impl Alarm {
-    /// In `ms`, sets `timed_out` and aborts `ctl`.
-    pub fn new(ms: f64, ctl: &AbortController, timed_out: &Rc<Cell<bool>>) -> Alarm {
-        Alarm::at(
-            ms,
-            Action::Abort {
-                ctl: ctl.clone(),
-                timed_out: timed_out.clone(),
-            },
-        )
+    /// In `ms`, stops the attempt as timed out.
+    pub fn stop(ms: f64, stop: &Stop) -> Alarm {
+        Alarm::at(ms, Action::Stop(stop.clone()))
     }
 
     /// In `ms`, calls `f`.

@@ -14,7 +14,7 @@
 //! and the benchmarks do) ignore each other's messages: they model separate
 //! browsers, and a tab talks to other tabs, not to itself.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Weak;
 
 use js_sys::{Function, Promise, Reflect};
@@ -208,27 +208,29 @@ async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
     };
     let release = Cell::new(None::<Function>);
     let hold = Promise::new(&mut |resolve, _| release.set(Some(resolve)));
+    // Owned from here: if the caller stops waiting (its abort, its
+    // deadline) this future is dropped, which resolves `hold`.
+    let held = ProbeLock {
+        release: release.take(),
+        lease: None,
+    };
     let granted_tx = Cell::new(None::<Function>);
     // Resolves with true (a lock), false (another tab holds it) or null
     // (the host refused).
     let granted = Promise::new(&mut |resolve, _| granted_tx.set(Some(resolve)));
     let granted_tx = granted_tx.take()?;
     let refused = granted_tx.bind1(&JsValue::NULL, &JsValue::NULL);
-    let callback = Closure::once(move |lock: JsValue| -> JsValue {
-        let _ = granted_tx.call1(&JsValue::NULL, &JsValue::from_bool(!lock.is_null()));
-        if lock.is_null() {
-            JsValue::UNDEFINED
-        } else {
-            hold.into()
-        }
+    // The callback may come late, or never: it finds this wait by its
+    // ticket, which is gone once the wait is (the lock is then released).
+    let ticket = Ticket::new(granted_tx, hold);
+    let callback = ON_LOCK.with(|f| {
+        f.as_ref()
+            .unchecked_ref::<Function>()
+            .bind1(&JsValue::NULL, &JsValue::from(ticket.0))
     });
     let options = Obj::new();
     options.set("ifAvailable", true);
-    let args = js_sys::Array::of3(
-        &JsValue::from_str(name),
-        &options.into_js(),
-        callback.as_ref(),
-    );
+    let args = js_sys::Array::of3(&JsValue::from_str(name), &options.into_js(), &callback);
     // Its own promise settles with the callback's (when released), or
     // rejects without calling it.
     let Ok(sent) = Reflect::apply(&request, locks, &args) else {
@@ -238,12 +240,67 @@ async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
         let _ = then.call2(&sent, &JsValue::UNDEFINED, &refused);
     }
     match super::task::settle(granted).await.ok()?.as_bool() {
-        Some(true) => Some(ProbeLock {
-            release: release.take(),
-            lease: None,
-        }),
+        Some(true) => Some(held),
         Some(false) => None,
         None => Some(unlocked),
+    }
+}
+
+/// A probe waiting on `navigator.locks.request`: what its callback needs.
+struct Waiting {
+    ticket: u32,
+    granted: Function,
+    hold: Promise,
+}
+
+thread_local! {
+    static WAITING: RefCell<(u32, Vec<Waiting>)> = const { RefCell::new((0, Vec::new())) };
+    /// The one lock callback, bound to a ticket per request: nothing is
+    /// created per probe that a late (or missing) callback could outlive.
+    static ON_LOCK: Closure<dyn FnMut(u32, JsValue) -> JsValue> = Closure::new(on_lock);
+}
+
+/// A wait's place in `WAITING`, given up when dropped.
+struct Ticket(u32);
+
+impl Ticket {
+    fn new(granted: Function, hold: Promise) -> Ticket {
+        WAITING.with_borrow_mut(|(next, list)| {
+            *next = next.wrapping_add(1);
+            list.push(Waiting {
+                ticket: *next,
+                granted,
+                hold,
+            });
+            Ticket(*next)
+        })
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        WAITING.with_borrow_mut(|(_, list)| list.retain(|w| w.ticket != self.0));
+    }
+}
+
+/// The Web Lock callback: `lock` is null when another tab holds it. The
+/// lock is held until the promise returned resolves; for a wait that is
+/// gone, nothing is returned, so a lock granted late is released at once.
+fn on_lock(ticket: u32, lock: JsValue) -> JsValue {
+    let waiting = WAITING.with_borrow_mut(|(_, list)| {
+        let i = list.iter().position(|w| w.ticket == ticket)?;
+        Some(list.swap_remove(i))
+    });
+    let Some(w) = waiting else {
+        return JsValue::UNDEFINED;
+    };
+    let _ = w
+        .granted
+        .call1(&JsValue::NULL, &JsValue::from_bool(!lock.is_null()));
+    if lock.is_null() {
+        JsValue::UNDEFINED
+    } else {
+        w.hold.into()
     }
 }
 

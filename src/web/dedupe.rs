@@ -17,7 +17,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Response};
 
-use super::cancel::{gate_timer, Cancel, CancelReason, EventLink, Gate, Wake};
+use super::cancel::{gate_timer, Cancel, CancelReason, Gate, OnAbort, Wake};
 use super::errors::{CallError, ErrorKind};
 use super::host::now_ms;
 
@@ -141,9 +141,9 @@ impl Flight {
         }
         let reason = Rc::new(RefCell::new(JsValue::UNDEFINED));
         let _link = signal.as_ref().and_then(|s| {
-            let (seat, r, sig) = (seat.clone(), reason.clone(), s.clone());
-            EventLink::abort(s, move || {
-                *r.borrow_mut() = sig.reason();
+            let (seat, r) = (seat.clone(), reason.clone());
+            OnAbort::new(s, move |why| {
+                *r.borrow_mut() = why;
                 seat.gate.open(Wake::Cancelled);
             })
         });

@@ -12,7 +12,7 @@ use js_sys::Function;
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
-use super::cancel::{gate_timer, Alarm, Cancel, CancelReason, EventLink, Gate, Wake};
+use super::cancel::{gate_timer, Alarm, Cancel, CancelReason, EventLink, Gate, OnAbort, Wake};
 use super::convert::Obj;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
@@ -495,15 +495,23 @@ impl Engine {
                 })
             };
             let permit = self.breaker_acquire(call, now).map_err(circuit_open)?;
-            // One half-open probe across all tabs: the others stay open.
+            // One half-open probe across all tabs: the others stay open. The
+            // lock may answer late: the wait ends on abort and deadline too.
             let _probe_lock = match (permit, self.crosstab.get()) {
-                (Some(Permit::Probe), Some(x)) => match x.probe_lock(&call.breaker_key).await {
-                    Some(lock) => Some(lock),
-                    None => {
-                        self.breaker_record(call, permit, Sample::Ignored);
-                        return Err(circuit_open(0.0));
+                (Some(Permit::Probe), Some(x)) => {
+                    let lock = x.probe_lock(&call.breaker_key);
+                    match call.cancel.within(deadline.remaining(now), lock).await {
+                        Ok(Some(lock)) => Some(lock),
+                        waited => {
+                            self.breaker_record(call, permit, Sample::Ignored);
+                            return Err(match waited {
+                                Err(Wake::Cancelled) => abort_error(&call.cancel),
+                                Err(_) => out_of_time(last),
+                                Ok(_) => circuit_open(0.0),
+                            });
+                        }
                     }
-                },
+                }
                 _ => None,
             };
             if let Err(e) = self.acquire_slot(call, deadline).await {
@@ -629,7 +637,7 @@ impl Engine {
                 Err(denied) => {
                     // fetch() resolves with the final Response whatever its status.
                     if let (Mode::Fetch, Some(resp)) = (call.mode, response) {
-                        return Ok(resp.into());
+                        return Ok(resp);
                     }
                     err.retry_denied = Some(denied);
                     return Err(err);
@@ -747,8 +755,8 @@ impl Engine {
             st.calls.insert(id, call.cancel.clone());
         }
         let _link = signal.as_ref().and_then(|s| {
-            let (cancel, sig) = (call.cancel.clone(), s.clone());
-            EventLink::abort(s, move || cancel.cancel(CancelReason::Caller(sig.reason())))
+            let cancel = call.cancel.clone();
+            OnAbort::new(s, move |why| cancel.cancel(CancelReason::Caller(why)))
         });
         let result = self.run(&call).await;
         self.st.borrow_mut().calls.remove(&id);

@@ -5,18 +5,70 @@
 //! the timer and the caller's signal reach the body read too; for `fetch()`
 //! it ends when the headers arrive and the body is the caller's.
 
-use std::cell::Cell;
-use std::rc::Rc;
+use std::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, AbortSignal, Headers, Request, RequestInit, Response};
+use web_sys::{AbortController, AbortSignal, Headers, Request, RequestInit};
 
-use super::cancel::Alarm;
+use super::cancel::{Alarm, Either, Race, Stop};
 use super::convert::get;
 use super::engine::Call;
-use super::host::{either_signal, global_fetch, json_parse};
+use super::host::{either_signal, global_fetch, instance_of, json_parse, quiet, to_promise};
 use super::task::settle;
+use crate::text::cat;
+
+// What the host's fetch resolves with is only trusted as far as it is
+// checked: a test's stand-in may give `undefined`, a plain object, or a
+// polyfill's Response without `body.getReader`. Every read of it is a
+// `catch` binding, so a throw becomes an Err here (a NetworkError for the
+// attempt) and never unwinds through wasm frames, which would leave the
+// call's state borrowed and trap the module at the next touch.
+#[wasm_bindgen]
+extern "C" {
+    type AnyResponse;
+    #[wasm_bindgen(method, getter, catch)]
+    fn status(this: &AnyResponse) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, getter, catch, js_name = statusText)]
+    fn status_text(this: &AnyResponse) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, getter, catch)]
+    fn headers(this: &AnyResponse) -> Result<AnyHeaders, JsValue>;
+    #[wasm_bindgen(method, getter, catch)]
+    fn body(this: &AnyResponse) -> Result<AnyStream, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn text(this: &AnyResponse) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = arrayBuffer)]
+    fn array_buffer(this: &AnyResponse) -> Result<JsValue, JsValue>;
+
+    type AnyHeaders;
+    #[wasm_bindgen(method, catch, js_name = get)]
+    fn get_header(this: &AnyHeaders, name: &str) -> Result<JsValue, JsValue>;
+
+    type AnyStream;
+    #[wasm_bindgen(method, getter, catch)]
+    fn locked(this: &AnyStream) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = getReader)]
+    fn get_reader(this: &AnyStream) -> Result<AnyReader, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = cancel)]
+    fn cancel_stream(this: &AnyStream) -> Result<JsValue, JsValue>;
+
+    type AnyReader;
+    #[wasm_bindgen(method, catch)]
+    fn read(this: &AnyReader) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = cancel)]
+    fn cancel_read(this: &AnyReader) -> Result<JsValue, JsValue>;
+}
+
+/// The TypeError an attempt fails with when the host's fetch gave
+/// something that is not a usable Response.
+fn not_a_response(what: &str) -> JsValue {
+    js_sys::TypeError::new(&cat(&["fetch did not resolve with a Response: ", what])).into()
+}
+
+/// Awaits whatever a stand-in's method returned, promise or not.
+async fn settle_any(v: JsValue) -> Result<JsValue, JsValue> {
+    settle(to_promise(&v)).await
+}
 
 /// What a call resolves with.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -94,12 +146,13 @@ pub enum AttemptEnd {
     /// 2xx: the parsed body (`request()`) or the Response (`fetch()`).
     Done(JsValue),
     /// A non-2xx answer. `body` is the first 1024 UTF-16 units of the text
-    /// for `request()` (the rest is never read), undefined for `fetch()`.
+    /// for `request()` (the rest is never read; what arrived, if the body
+    /// stalls or fails), undefined for `fetch()`.
     Status {
         status: u16,
         status_text: String,
         retry_after: Option<String>,
-        response: Response,
+        response: JsValue,
         body: JsValue,
     },
     Network(JsValue),
@@ -111,37 +164,77 @@ pub enum AttemptEnd {
 /// The most of an error body that is ever read, in UTF-16 code units.
 pub const ERROR_BODY_CHARS: u32 = 1024;
 
+/// A non-2xx answer whose headers have arrived: from then on the status
+/// decides the attempt, whatever happens to the body read.
+struct Answered {
+    status: u16,
+    status_text: String,
+    retry_after: Option<String>,
+    response: JsValue,
+    body: js_sys::JsString,
+}
+
+impl Answered {
+    fn end(self) -> AttemptEnd {
+        AttemptEnd::Status {
+            status: self.status,
+            status_text: self.status_text,
+            retry_after: self.retry_after,
+            response: self.response,
+            body: self.body.into(),
+        }
+    }
+}
+
 /// Runs one attempt of the call's target with its own controller and a
-/// timer of `timeout_ms`. The controller is registered with the call's
-/// cancel state, so a caller abort or `close()` aborts the network request
-/// itself.
+/// timer of `timeout_ms`. The attempt is registered with the call's cancel
+/// state, so a caller abort or `close()` aborts the network request itself;
+/// the timer and a cancel also end the attempt when the host's fetch
+/// ignores its signal.
 pub async fn attempt(call: &Call, timeout_ms: f64) -> AttemptEnd {
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
         return AttemptEnd::Cancelled;
     }
-    let ctl = match AbortController::new() {
-        Ok(c) => c,
+    let stop = match AbortController::new() {
+        Ok(c) => Stop::new(c),
         Err(e) => return AttemptEnd::Network(e),
     };
-    cancel.set_attempt(Some(ctl.clone()));
-    let timed_out = Rc::new(Cell::new(false));
-    let _timer = Alarm::new(timeout_ms, &ctl, &timed_out);
+    cancel.set_attempt(Some(stop.clone()));
+    let _timer = Alarm::stop(timeout_ms, &stop);
     let signal = match &call.body_signal {
-        Some(caller) => either_signal(&ctl.signal(), caller),
-        None => ctl.signal(),
+        Some(caller) => either_signal(&stop.signal(), caller),
+        None => stop.signal(),
     };
-    let end = run(&call.target, call.mode, &signal).await;
+    let answered = RefCell::new(None);
+    let work = std::pin::pin!(run(&call.target, call.mode, &signal, &answered));
+    let end = Race(work, stop.wait()).await;
     cancel.set_attempt(None);
-    match end {
-        Ok(end) => end,
-        Err(_) if cancel.is_cancelled() => AttemptEnd::Cancelled,
-        Err(_) if timed_out.get() => AttemptEnd::Timeout,
-        Err(e) => AttemptEnd::Network(e),
+    let error = match end {
+        Either::Left(Ok(end)) => return end,
+        Either::Left(Err(e)) => e,
+        Either::Right(_) => JsValue::UNDEFINED,
+    };
+    if cancel.is_cancelled() {
+        return AttemptEnd::Cancelled;
+    }
+    // Headers in, then the error body stalled or failed: the status decides.
+    if let Some(a) = answered.take() {
+        return a.end();
+    }
+    if stop.timed_out() {
+        AttemptEnd::Timeout
+    } else {
+        AttemptEnd::Network(error)
     }
 }
 
-async fn run(target: &Target, mode: Mode, signal: &AbortSignal) -> Result<AttemptEnd, JsValue> {
+async fn run(
+    target: &Target,
+    mode: Mode,
+    signal: &AbortSignal,
+    answered: &RefCell<Option<Answered>>,
+) -> Result<AttemptEnd, JsValue> {
     let sent = match target {
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
@@ -157,34 +250,65 @@ async fn run(target: &Target, mode: Mode, signal: &AbortSignal) -> Result<Attemp
             }
         }
     };
-    let resp: Response = settle(sent).await?.unchecked_into();
-    let status = resp.status();
+    let value = settle(sent).await?;
+    if !value.is_object() {
+        return Err(not_a_response(
+            &value.js_typeof().as_string().unwrap_or_default(),
+        ));
+    }
+    let resp: AnyResponse = value.unchecked_into();
+    let status = resp
+        .status()?
+        .as_f64()
+        .filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s))
+        .ok_or_else(|| not_a_response("no numeric status"))? as u16;
     if !(200..300).contains(&status) {
-        let retry_after = resp.headers().get("retry-after").ok().flatten();
-        let body = match mode {
-            Mode::Request(_) => read_prefix(&resp, ERROR_BODY_CHARS).await?,
-            Mode::Fetch => JsValue::UNDEFINED,
-        };
-        return Ok(AttemptEnd::Status {
+        let retry_after = resp
+            .headers()
+            .and_then(|h| h.get_header("retry-after"))
+            .ok()
+            .and_then(|v| v.as_string());
+        let status_text = resp.status_text()?.as_string().unwrap_or_default();
+        let stream = resp.body()?;
+        *answered.borrow_mut() = Some(Answered {
             status,
-            status_text: resp.status_text(),
+            status_text,
             retry_after,
-            response: resp,
-            body,
+            response: resp.into(),
+            body: js_sys::JsString::from(""),
         });
+        if let Mode::Request(_) = mode {
+            if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {
+                answered.take();
+                return Err(e);
+            }
+        }
+        return answered.take().map(Answered::end).ok_or(JsValue::UNDEFINED);
     }
     let value = match mode {
         Mode::Fetch | Mode::Request(ResponseType::Response) => resp.into(),
-        Mode::Request(ResponseType::Text) => settle(resp.text()?).await?,
+        Mode::Request(ResponseType::Text) => {
+            let text = settle_any(resp.text()?).await?;
+            if !text.is_string() {
+                return Err(not_a_response("text() gave no string"));
+            }
+            text
+        }
         Mode::Request(ResponseType::Bytes) => {
-            let buf = settle(resp.array_buffer()?).await?;
+            let buf = settle_any(resp.array_buffer()?).await?;
+            if !instance_of::<js_sys::ArrayBuffer>(&buf) {
+                return Err(not_a_response("arrayBuffer() gave no ArrayBuffer"));
+            }
             js_sys::Uint8Array::new(&buf).into()
         }
         Mode::Request(ResponseType::Json) => {
-            let text: js_sys::JsString = settle(resp.text()?).await?.unchecked_into();
+            let text = settle_any(resp.text()?).await?;
+            let Some(text) = text.dyn_ref::<js_sys::JsString>() else {
+                return Err(not_a_response("text() gave no string"));
+            };
             // An empty (or blank) body is undefined, not a ParseError;
             // looked at only when the parse fails.
-            match json_parse(&text) {
+            match json_parse(text) {
                 Ok(v) => v,
                 Err(_) if text.trim().length() == 0 => JsValue::UNDEFINED,
                 Err(e) => return Ok(AttemptEnd::Parse(e)),
@@ -194,42 +318,77 @@ async fn run(target: &Target, mode: Mode, signal: &AbortSignal) -> Result<Attemp
     Ok(AttemptEnd::Done(value))
 }
 
-/// Reads at most `max` UTF-16 units of the body as text, then cancels the
-/// stream so the rest is never downloaded.
-async fn read_prefix(resp: &Response, max: u32) -> Result<JsValue, JsValue> {
-    let Some(body) = resp.body() else {
-        return Ok(JsValue::from_str(""));
-    };
-    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+/// Reads at most `max` UTF-16 units of an error body as text into
+/// `answered`, chunk by chunk, then cancels the stream so the rest is never
+/// downloaded. The text is cut at a code point boundary: never a lone high
+/// surrogate at the end. A stream that fails or stalls (the attempt's
+/// timer aborts it) keeps what came; an Err is a body that is no stream
+/// (a stand-in's), which fails the attempt.
+async fn read_prefix(
+    body: &AnyStream,
+    max: u32,
+    answered: &RefCell<Option<Answered>>,
+) -> Result<(), JsValue> {
+    if body.is_null() || body.is_undefined() {
+        return Ok(());
+    }
+    let reader = body.get_reader()?;
     let decoder = web_sys::TextDecoder::new()?;
     let stream = web_sys::TextDecodeOptions::new();
     stream.set_stream(true);
-    let mut text = js_sys::JsString::from("");
+    let keep = |part: &str| {
+        if let Some(a) = answered.borrow_mut().as_mut() {
+            let text = a.body.concat(&JsValue::from_str(part));
+            a.body = cut(&text, max);
+        }
+    };
     loop {
-        let chunk = settle(reader.read()).await?;
+        let Ok(chunk) = settle_any(reader.read()?).await else {
+            return Ok(());
+        };
         if get(&chunk, "done")?.is_truthy() {
-            let tail = decoder.decode()?;
-            text = text.concat(&JsValue::from_str(&tail));
-            break;
+            keep(&decoder.decode()?);
+            return Ok(());
         }
         let bytes: js_sys::Object = get(&chunk, "value")?.unchecked_into();
-        let part = decoder.decode_with_buffer_source_and_options(&bytes, &stream)?;
-        text = text.concat(&JsValue::from_str(&part));
-        if text.length() >= max {
-            let _ = reader.cancel();
-            break;
+        keep(&decoder.decode_with_buffer_source_and_options(&bytes, &stream)?);
+        if answered
+            .borrow()
+            .as_ref()
+            .is_none_or(|a| a.body.length() >= max)
+        {
+            if let Ok(p) = reader.cancel_read() {
+                quiet(&p);
+            }
+            return Ok(());
         }
     }
-    Ok(text.slice(0, max.min(text.length())).into())
+}
+
+/// The first `max` UTF-16 units of `text`, one fewer if the last would be
+/// the first half of a surrogate pair.
+fn cut(text: &js_sys::JsString, max: u32) -> js_sys::JsString {
+    if text.length() <= max {
+        return text.clone();
+    }
+    let high = (55296.0..56320.0).contains(&text.char_code_at(max - 1)); // U+D800..U+DBFF
+    let end = if high { max - 1 } else { max };
+    text.slice(0, end)
 }
 
 /// Releases the body of a response that will not be handed to anyone.
-pub fn discard(resp: &Response) {
-    if let Some(body) = resp.body() {
-        // request() has already read (and cancelled) its prefix through a
-        // reader; a locked stream is not ours to cancel again.
-        if !body.locked() {
-            let _ = body.cancel();
+pub fn discard(resp: &JsValue) {
+    let Ok(body) = resp.unchecked_ref::<AnyResponse>().body() else {
+        return;
+    };
+    if !body.is_object() {
+        return;
+    }
+    // request() has already read (and cancelled) its prefix through a
+    // reader; a locked stream is not ours to cancel again.
+    if body.locked().is_ok_and(|l| l.is_falsy()) {
+        if let Ok(p) = body.cancel_stream() {
+            quiet(&p);
         }
     }
 }

@@ -8,8 +8,8 @@ use wasm_bindgen::JsCast;
 extern "C" {
     /// The host's `navigator`, for its `onLine` flag.
     type Navigator;
-    #[wasm_bindgen(method, getter, js_name = onLine)]
-    fn on_line(this: &Navigator) -> JsValue;
+    #[wasm_bindgen(method, getter, catch, js_name = onLine)]
+    fn on_line(this: &Navigator) -> Result<JsValue, JsValue>;
 
     type Location;
     #[wasm_bindgen(method, getter)]
@@ -20,15 +20,32 @@ extern "C" {
     #[wasm_bindgen(constructor, catch, js_class = URL)]
     fn new(input: &JsValue, base: &JsValue) -> Result<HostUrl, JsValue>;
 
-    /// The global object, for reading its current `fetch`.
+    /// The global object, for reading its current `fetch` (a host or a
+    /// test may have replaced it with anything, a throwing getter included).
     type Global;
-    #[wasm_bindgen(method, getter, js_name = fetch)]
-    fn fetch_fn(this: &Global) -> JsValue;
+    #[wasm_bindgen(method, getter, catch, js_name = fetch)]
+    fn fetch_fn(this: &Global) -> Result<JsValue, JsValue>;
 
-    /// A promise whose `then` takes any function (js-sys's takes a Closure).
+    /// The global `fetch`, whatever function it is now.
+    type FetchFn;
+    #[wasm_bindgen(method, catch, js_name = bind)]
+    fn bind_fetch(
+        this: &FetchFn,
+        to: &JsValue,
+        input: &JsValue,
+        init: &JsValue,
+    ) -> Result<js_sys::Function, JsValue>;
+
+    /// A promise whose `then` takes any function (js-sys's takes a Closure),
+    /// or a thenable of unknown make.
     type Thenable;
     #[wasm_bindgen(method, js_name = then)]
     fn then_call(this: &Thenable, f: &JsValue) -> js_sys::Promise;
+    #[wasm_bindgen(method, catch, js_name = then)]
+    fn then_catch(this: &Thenable, ok: &JsValue, err: &JsValue) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(js_namespace = Promise, js_name = resolve, catch)]
+    fn promise_resolve(v: &JsValue) -> Result<js_sys::Promise, JsValue>;
 
     /// `JSON.parse` on a JS string, without a copy through Rust.
     #[wasm_bindgen(js_namespace = JSON, js_name = parse, catch)]
@@ -82,14 +99,40 @@ thread_local! {
 /// microtask later, before any timer can fire; `init` is read then, and the
 /// engine never changes it while an attempt is in flight.
 pub fn global_fetch(input: &JsValue, init: &web_sys::RequestInit) -> js_sys::Promise {
-    let f = js_sys::global().unchecked_into::<Global>().fetch_fn();
-    if !f.is_function() {
-        return js_sys::Promise::reject(&js_sys::TypeError::new("fetch is not available"));
+    let global = js_sys::global();
+    let bound = match global.unchecked_ref::<Global>().fetch_fn() {
+        Ok(f) if f.is_function() => f
+            .unchecked_into::<FetchFn>()
+            .bind_fetch(&global, input, init),
+        Ok(_) => Err(js_sys::TypeError::new("fetch is not available").into()),
+        Err(e) => Err(e),
+    };
+    match bound {
+        Ok(bound) => RESOLVED.with(|p| p.then_call(&bound)),
+        Err(e) => js_sys::Promise::reject(&e),
     }
-    let bound = f
-        .unchecked_into::<js_sys::Function>()
-        .bind2(&js_sys::global(), input, init);
-    RESOLVED.with(|p| p.then_call(&bound))
+}
+
+/// A promise for any value (`Promise.resolve`): what a stand-in's method
+/// returned, promise or not; rejected if even that throws.
+pub fn to_promise(v: &JsValue) -> js_sys::Promise {
+    promise_resolve(v).unwrap_or_else(|e| js_sys::Promise::reject(&e))
+}
+
+thread_local! {
+    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
+}
+
+/// Marks a promise we do not wait for (a stream's `cancel()`) as handled,
+/// so its rejection is no unhandled rejection (fatal in Node).
+pub fn quiet(p: &JsValue) {
+    if p.is_object() {
+        IGNORE.with(|f| {
+            let _ = p
+                .unchecked_ref::<Thenable>()
+                .then_catch(&JsValue::UNDEFINED, f.as_ref());
+        });
+    }
 }
 
 /// Monotonic clock in milliseconds: the only clock the engine reads.
@@ -190,7 +233,7 @@ pub fn instance_of<T: wasm_bindgen::JsCast>(v: &JsValue) -> bool {
 pub fn is_offline() -> bool {
     NAVIGATOR.with(|n| {
         n.as_ref()
-            .is_some_and(|n| n.on_line().as_bool() == Some(false))
+            .is_some_and(|n| n.on_line().ok().and_then(|v| v.as_bool()) == Some(false))
     })
 }
 

@@ -261,7 +261,14 @@ pub fn read_signal(r: &Reader) -> Result<Option<web_sys::AbortSignal>, OptionsEr
     match r.value("signal")? {
         None => Ok(None),
         Some(v) if v.is_null() => Ok(None),
-        Some(v) if instance_of::<web_sys::AbortSignal>(&v) => Ok(Some(v.unchecked_into())),
+        // A Proxy of a signal passes `instanceof` but throws on every read:
+        // it must read as a signal, or it could never be listened to.
+        Some(v)
+            if instance_of::<web_sys::AbortSignal>(&v)
+                && get(&v, "aborted").is_ok_and(|a| a.as_bool().is_some()) =>
+        {
+            Ok(Some(v.unchecked_into()))
+        }
         Some(_) => Err(err("signal", "must be an AbortSignal")),
     }
 }
