@@ -106,6 +106,23 @@ export interface ClientOptions {
    */
   crossTab?: boolean;
   storage?: false | StorageOptions;
+  /** Hedged requests for slow answers; default false (off). */
+  hedge?: false | HedgeOptions;
+}
+
+/**
+ * Hedged requests: when an attempt of an idempotent call (a method in
+ * `retry.methods`, or an idempotency key) has not answered after `afterMs`,
+ * a second attempt goes out and the first good answer wins; the other is
+ * aborted. A hedge is a retry for the budget (denied when it is spent),
+ * counts in `attempts`, needs a free concurrency slot (it never queues) and
+ * a closed breaker.
+ */
+export interface HedgeOptions {
+  /** Milliseconds, or 'p95': the endpoint's observed 95th percentile answer time (no hedge until 20 answers are seen). */
+  afterMs: number | 'p95';
+  /** Hedges per attempt; integer 1..9, default 1. */
+  max?: number;
 }
 
 export interface CallOptions {
@@ -119,6 +136,8 @@ export interface CallOptions {
   breakerKey?: string;
   /** Overrides the client's waitForOnline for this call. */
   waitForOnline?: boolean;
+  /** Overrides the client's hedge for this call (fields over the client's). */
+  hedge?: false | HedgeOptions;
 }
 
 export type ResponseType = 'json' | 'text' | 'bytes' | 'response';

@@ -1228,3 +1228,117 @@ async fn a_fetch_stand_in_without_a_response_fails_with_network_error() {
     let ok = request(&client, &url("/echo", &id), "{}").await.unwrap();
     assert_eq!(get(&ok, "method").as_string().unwrap(), "GET");
 }
+
+/// `hedge: { afterMs }`: an attempt that has not answered in time gets a
+/// second one; the first good answer wins and the slow attempt's request
+/// is really aborted (the server sees its connection close). A hedge is a
+/// retry: it counts in attempts and retries.
+#[wasm_bindgen_test]
+async fn hedge_answers_from_the_hedge_and_aborts_the_slow_attempt() {
+    let id = test_id("hedge");
+    let client = Client::new(obj(r#"{"hedge": {"afterMs": 100}}"#)).unwrap();
+    let start = now();
+    let body = request(&client, &url("/slow-first?n=1&ms=3000", &id), "{}")
+        .await
+        .unwrap();
+    let took = now() - start;
+    assert_eq!(num(&body, "attempt"), 2.0, "the hedge answered");
+    assert!(took < 1500.0, "answered after {took} ms");
+    assert_eq!(stat(&client, "attempts"), 2.0);
+    assert_eq!(stat(&client, "retries"), 1.0);
+    assert_eq!(stat(&client, "inFlight"), 0.0);
+    let mut closed = false;
+    for _ in 0..40 {
+        let log = server_log(&id).await;
+        closed = log.length() == 2 && !get(&log.get(0), "closedAt").is_null();
+        if closed {
+            break;
+        }
+        sleep(25).await;
+    }
+    assert!(closed, "the slow attempt's connection was closed");
+    // A call that answers in time is sent once.
+    let fast = test_id("hedge-fast");
+    request(&client, &url("/echo", &fast), "{}").await.unwrap();
+    sleep(200).await;
+    assert_eq!(server_log(&fast).await.length(), 1);
+}
+
+/// No hedge for a call that may not be replayed, nor beyond the budget, nor
+/// with `hedge: false` on the call.
+#[wasm_bindgen_test]
+async fn hedges_keep_to_methods_budget_and_the_calls_own_setting() {
+    let client = Client::new(obj(
+        r#"{"hedge": {"afterMs": 50}, "budget": {"minRetries": 0, "ratio": 0}}"#,
+    ))
+    .unwrap();
+    let post = test_id("hedge-post");
+    let body = request(
+        &client,
+        &url("/slow-first?n=1&ms=400", &post),
+        r#"{"method": "POST", "body": "x"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        get(&body, "slow").as_bool(),
+        Some(true),
+        "no hedge: POST without a key"
+    );
+    let spent = test_id("hedge-budget");
+    let body = request(&client, &url("/slow-first?n=1&ms=400", &spent), "{}")
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&body, "slow").as_bool(),
+        Some(true),
+        "no hedge: no budget"
+    );
+    assert_eq!(stat(&client, "budgetDenied"), 1.0);
+    let off = test_id("hedge-off");
+    let body = request(
+        &client,
+        &url("/slow-first?n=1&ms=400", &off),
+        r#"{"hedge": false}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(get(&body, "slow").as_bool(), Some(true));
+    assert_eq!(
+        stat(&client, "budgetDenied"),
+        1.0,
+        "hedge: false asks for nothing"
+    );
+    assert_eq!(stat(&client, "attempts"), 3.0);
+}
+
+/// `afterMs: 'p95'`: no hedge until the endpoint has answered enough
+/// times to have a p95, then a hedge after about that long.
+#[wasm_bindgen_test]
+async fn hedge_at_p95_waits_for_enough_answers() {
+    let id = test_id("hedge-p95");
+    let client = Client::new(obj(r#"{"hedge": {"afterMs": "p95"}}"#)).unwrap();
+    // The first call has no p95 to go by: it waits for its slow answer.
+    let body = request(&client, &url("/slow-first?n=1&ms=300&key=a", &id), "{}")
+        .await
+        .unwrap();
+    assert_eq!(get(&body, "slow").as_bool(), Some(true));
+    for i in 0..20 {
+        let fast = url(&format!("/slow-first?n=0&key=f{i}"), &id);
+        request(&client, &fast, "{}").await.unwrap();
+    }
+    let start = now();
+    let body = request(&client, &url("/slow-first?n=1&ms=3000&key=b", &id), "{}")
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&body, "slow").as_bool(),
+        Some(false),
+        "the hedge answered"
+    );
+    assert!(now() - start < 1500.0);
+    let err = Client::new(obj(r#"{"hedge": {"afterMs": "p90"}}"#))
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(get(&err, "option").as_string().unwrap(), "hedge.afterMs");
+}

@@ -69,6 +69,17 @@ impl Limiter {
         }
     }
 
+    /// A slot only if one is free now and nobody waits for it: for a
+    /// hedge, which is worth sending only at once (waiting in the queue
+    /// would defeat it, and it must never overtake a queued call).
+    pub fn try_take(&mut self) -> bool {
+        let free = self.in_flight < self.max && self.waiters.is_empty();
+        if free {
+            self.in_flight += 1;
+        }
+        free
+    }
+
     /// Frees a slot; if a waiter is queued the slot passes straight to the
     /// oldest one, whose id is returned (it now holds the slot).
     pub fn release(&mut self) -> Option<WaiterId> {
@@ -115,6 +126,20 @@ mod tests {
         assert_eq!(l.try_acquire(), Acquire::Queued(0));
         assert_eq!(l.try_acquire(), Acquire::Full);
         assert_eq!((l.in_flight(), l.queued()), (2, 1));
+    }
+
+    #[test]
+    fn try_take_never_queues_nor_overtakes_a_waiter() {
+        let mut l = limiter(2, 5);
+        assert!(l.try_take());
+        assert_eq!(l.try_acquire(), Acquire::Granted);
+        assert!(!l.try_take(), "no free slot: no hedge, and nothing queued");
+        assert_eq!((l.in_flight(), l.queued()), (2, 0));
+        assert_eq!(l.try_acquire(), Acquire::Queued(0));
+        assert_eq!(l.release(), Some(0), "the freed slot goes to the waiter");
+        assert!(!l.try_take());
+        assert_eq!(l.release(), None);
+        assert!(l.try_take(), "a free slot with nobody waiting");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod breaker;
 pub mod budget;
 pub mod classify;
 pub mod deadline;
+pub mod latency;
 pub mod limiter;
 pub mod options;
 pub mod stats;

@@ -143,6 +143,7 @@ pub struct RawClientOptions {
     pub wait_for_online: Option<bool>,
     pub cross_tab: Option<bool>,
     pub storage: Toggle<RawStorage>,
+    pub hedge: Toggle<RawHedge>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -151,6 +152,62 @@ pub struct RawCallOptions {
     pub deadline_ms: Option<f64>,
     pub retry: Toggle<RawRetry>,
     pub wait_for_online: Option<bool>,
+    pub hedge: Toggle<RawHedge>,
+}
+
+/// `hedge: { afterMs: number | 'p95', max }` as given.
+#[derive(Debug, Clone, Default)]
+pub struct RawHedge {
+    pub after_ms: Option<f64>,
+    /// `afterMs: 'p95'`.
+    pub after_p95: bool,
+    pub max: Option<f64>,
+}
+
+/// When a hedge goes out: a fixed time after the attempt started, or the
+/// endpoint's observed 95th percentile latency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HedgeAfter {
+    Ms(f64),
+    P95,
+}
+
+/// Hedged requests: a further attempt of an idempotent call whose attempt
+/// has not answered by `after`, at most `max` per attempt. Off by default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HedgeConfig {
+    pub after: HedgeAfter,
+    pub max: u32,
+}
+
+/// Hedges per attempt, at most.
+pub const MAX_HEDGES: f64 = 9.0;
+
+impl HedgeConfig {
+    /// `raw` over `base` (the client's, for a call's override): `afterMs`
+    /// must come from one of them.
+    fn from_raw(raw: &RawHedge, base: Option<HedgeConfig>) -> Result<HedgeConfig> {
+        let after = match (raw.after_p95, raw.after_ms, base) {
+            (true, _, _) => HedgeAfter::P95,
+            (false, Some(ms), _) => HedgeAfter::Ms(duration("hedge.afterMs", ms, 0.0)?),
+            (false, None, Some(b)) => b.after,
+            (false, None, None) => {
+                return Err(invalid("hedge.afterMs", "is required (a number or 'p95')"))
+            }
+        };
+        let max = or(raw.max, base.map_or(1, |b| b.max), |v| {
+            count("hedge.max", v, 1.0, MAX_HEDGES)
+        })?;
+        Ok(HedgeConfig { after, max })
+    }
+
+    fn resolve(raw: &Toggle<RawHedge>, base: Option<HedgeConfig>) -> Result<Option<HedgeConfig>> {
+        match raw {
+            Toggle::Default => Ok(base),
+            Toggle::Off => Ok(None),
+            Toggle::On(h) => HedgeConfig::from_raw(h, base).map(Some),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -428,6 +485,8 @@ pub struct ClientConfig {
     /// tabs of the origin (where the host has BroadcastChannel).
     pub cross_tab: bool,
     pub storage: Option<StorageConfig>,
+    /// `None` (the default) or `hedge: false`: no hedged requests.
+    pub hedge: Option<HedgeConfig>,
 }
 
 impl Default for ClientConfig {
@@ -443,6 +502,7 @@ impl Default for ClientConfig {
             wait_for_online: true,
             cross_tab: true,
             storage: Some(StorageConfig::default()),
+            hedge: None,
         }
     }
 }
@@ -481,6 +541,7 @@ impl ClientConfig {
             wait_for_online: raw.wait_for_online.unwrap_or(d.wait_for_online),
             cross_tab: raw.cross_tab.unwrap_or(d.cross_tab),
             storage: toggle(&raw.storage, StorageConfig::from_raw)?,
+            hedge: HedgeConfig::resolve(&raw.hedge, None)?,
         })
     }
 
@@ -500,6 +561,7 @@ pub struct CallConfig {
     pub deadline_ms: f64,
     pub retry: Option<RetryConfig>,
     pub wait_for_online: bool,
+    pub hedge: Option<HedgeConfig>,
 }
 
 impl CallConfig {
@@ -520,6 +582,7 @@ impl CallConfig {
                 Toggle::On(r) => Some(client.retry.clone().unwrap_or_default().merged(r)?),
             },
             wait_for_online: raw.wait_for_online.unwrap_or(client.wait_for_online),
+            hedge: HedgeConfig::resolve(&raw.hedge, client.hedge)?,
         })
     }
 }
@@ -1180,6 +1243,86 @@ mod tests {
     }
 
     #[test]
+    fn hedge_is_off_by_default_and_checked_when_given() {
+        let client = |h: Toggle<RawHedge>| {
+            ClientConfig::from_raw(&RawClientOptions {
+                hedge: h,
+                ..Default::default()
+            })
+        };
+        assert_eq!(client(Toggle::Default).unwrap().hedge, None);
+        assert_eq!(client(Toggle::Off).unwrap().hedge, None);
+        let on = |after_ms: Option<f64>, after_p95: bool, max: Option<f64>| {
+            client(Toggle::On(RawHedge {
+                after_ms,
+                after_p95,
+                max,
+            }))
+        };
+        assert_eq!(
+            on(Some(200.0), false, None).unwrap().hedge,
+            Some(HedgeConfig {
+                after: HedgeAfter::Ms(200.0),
+                max: 1
+            })
+        );
+        assert_eq!(
+            on(None, true, Some(2.0)).unwrap().hedge,
+            Some(HedgeConfig {
+                after: HedgeAfter::P95,
+                max: 2
+            })
+        );
+        for (after, max, option) in [
+            (None, None, "hedge.afterMs"),
+            (Some(-1.0), None, "hedge.afterMs"),
+            (Some(1.5), None, "hedge.afterMs"),
+            (Some(f64::NAN), None, "hedge.afterMs"),
+            (Some(10.0), Some(0.0), "hedge.max"),
+            (Some(10.0), Some(10.0), "hedge.max"),
+        ] {
+            assert_eq!(on(after, false, max).unwrap_err().option, option);
+        }
+    }
+
+    #[test]
+    fn a_calls_hedge_goes_over_the_clients() {
+        let c = ClientConfig::from_raw(&RawClientOptions {
+            hedge: Toggle::On(RawHedge {
+                after_ms: Some(100.0),
+                max: Some(2.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        let with = |h: Toggle<RawHedge>| {
+            call(
+                &c,
+                RawCallOptions {
+                    hedge: h,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .hedge
+        };
+        assert_eq!(with(Toggle::Default), c.hedge);
+        assert_eq!(with(Toggle::Off), None);
+        let p95 = with(Toggle::On(RawHedge {
+            after_p95: true,
+            ..Default::default()
+        }));
+        assert_eq!(
+            p95,
+            Some(HedgeConfig {
+                after: HedgeAfter::P95,
+                max: 2
+            })
+        );
+    }
+
+    #[test]
     fn call_retry_merges_field_by_field() {
         let c = retry(RawRetry {
             max_attempts: Some(5.0),
@@ -1197,6 +1340,7 @@ mod tests {
                     ..Default::default()
                 }),
                 wait_for_online: Some(false),
+                hedge: Toggle::Default,
             },
         )
         .unwrap();

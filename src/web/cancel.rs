@@ -121,8 +121,8 @@ pub enum CancelReason {
 #[derive(Default)]
 struct CancelState {
     reason: Option<CancelReason>,
-    /// The attempt in flight, stopped on cancel.
-    attempt: Option<Stop>,
+    /// The attempts in flight (two or more while hedging), stopped on cancel.
+    attempts_live: Vec<Stop>,
     /// The gate of the wait in progress (queue or backoff), opened on cancel.
     gate: Option<Gate>,
     /// Attempts begun so far (a shared call's joiners report it too).
@@ -144,15 +144,15 @@ impl Cancel {
 
     /// Cancels the call: aborts its attempt and wakes its wait. First wins.
     pub fn cancel(&self, reason: CancelReason) {
-        let (attempt, gate) = {
+        let (attempts, gate) = {
             let mut st = self.0.borrow_mut();
             if st.reason.is_some() {
                 return;
             }
             st.reason = Some(reason);
-            (st.attempt.take(), st.gate.take())
+            (std::mem::take(&mut st.attempts_live), st.gate.take())
         };
-        if let Some(stop) = attempt {
+        for stop in attempts {
             stop.fire(false);
         }
         if let Some(g) = gate {
@@ -172,9 +172,13 @@ impl Cancel {
         self.0.borrow().attempts
     }
 
-    /// Registers the attempt's stop switch (None when the attempt ends).
-    pub fn set_attempt(&self, stop: Option<Stop>) {
-        self.0.borrow_mut().attempt = stop;
+    /// Registers an attempt's stop switch until the guard is dropped.
+    pub fn attach(&self, stop: &Stop) -> Attached {
+        self.0.borrow_mut().attempts_live.push(stop.clone());
+        Attached {
+            cancel: self.clone(),
+            stop: stop.clone(),
+        }
     }
 
     /// Registers the gate of a wait (None when the wait ends). A call
@@ -218,6 +222,21 @@ impl Cancel {
     }
 }
 
+/// An attempt registered with its call's cancel state.
+#[must_use]
+pub struct Attached {
+    cancel: Cancel,
+    stop: Stop,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let mut st = self.cancel.0.borrow_mut();
+        st.attempts_live
+            .retain(|s| !Rc::ptr_eq(&s.gate.0, &self.stop.gate.0));
+    }
+}
+
 /// Which of two futures finished first.
 pub enum Either<A, B> {
     Left(A),
@@ -251,12 +270,17 @@ pub struct Stop {
 }
 
 impl Stop {
-    pub fn new(ctl: AbortController) -> Stop {
-        Stop {
-            ctl,
+    pub fn new() -> Result<Stop, JsValue> {
+        Ok(Stop {
+            ctl: AbortController::new()?,
             gate: Gate::new(),
             timed_out: Rc::new(Cell::new(false)),
-        }
+        })
+    }
+
+    /// Stops the attempt: it is not wanted any more (a hedge answered).
+    pub fn abort(&self) {
+        self.fire(false);
     }
 
     pub fn signal(&self) -> AbortSignal {

@@ -18,6 +18,7 @@ use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Mode, ResponseType, Target};
+use super::hedge::Decided;
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
 use super::vecmap::VecMap;
 use crate::policy::backoff::{parse_retry_after, Backoff};
@@ -25,8 +26,9 @@ use crate::policy::breaker::{Breakers, Permit, State as BreakerState};
 use crate::policy::budget::RetryBudget;
 use crate::policy::classify::{plan_retry, sample, Outcome, RetryDenied, RetryInput, Sample};
 use crate::policy::deadline::Deadline;
+use crate::policy::latency::Latencies;
 use crate::policy::limiter::{Acquire, Limiter, WaiterId};
-use crate::policy::options::{CallConfig, ClientConfig, RetryConfig};
+use crate::policy::options::{BreakerConfig, CallConfig, ClientConfig, RetryConfig};
 use crate::policy::stats::Stats;
 
 /// Everything one logical call needs, fixed before its first attempt.
@@ -83,6 +85,8 @@ pub struct State {
     pub flights: VecMap<String, Rc<Flight>>,
     /// Retry-After cooldowns by breaker key: no attempt before this time.
     pub cooldowns: VecMap<String, f64>,
+    /// Answer times by breaker key, for hedging at the p95.
+    pub latencies: Latencies,
     /// The last request number (request ids count 1, 2, 3 ... per client).
     pub next_id: u64,
     /// The last internal key (of `calls` and `listeners`).
@@ -120,6 +124,11 @@ impl Engine {
             listeners: Vec::new(),
             flights: VecMap::new(),
             cooldowns: VecMap::new(),
+            latencies: Latencies::new(
+                cfg.breaker
+                    .as_ref()
+                    .map_or(BreakerConfig::default().window_ms, |b| b.window_ms),
+            ),
             next_id: 0,
             next_key: 0,
             closed: false,
@@ -163,7 +172,7 @@ impl Engine {
         }
     }
 
-    fn emit_call(&self, event: &str, call: &Call, attempt: u32, build: &dyn Fn(&Obj)) {
+    pub(super) fn emit_call(&self, event: &str, call: &Call, attempt: u32, build: &dyn Fn(&Obj)) {
         self.emit(event, &call.request_id, &|o| {
             o.set("method", call.method.as_str())
                 .set("url", call.url.as_str())
@@ -339,7 +348,7 @@ impl Engine {
         res
     }
 
-    fn breaker_record(&self, call: &Call, permit: Option<Permit>, s: Sample) {
+    pub(super) fn breaker_record(&self, call: &Call, permit: Option<Permit>, s: Sample) {
         let Some(permit) = permit else { return };
         if let Some(b) = self.st.borrow_mut().breakers.as_mut() {
             b.record(&call.breaker_key, permit, s, now_ms());
@@ -525,29 +534,8 @@ impl Engine {
                 self.breaker_record(call, permit, Sample::Ignored);
                 return Err(out_of_time(last));
             }
-            let attempt = call.cancel.begin_attempt();
-            let now = now_ms();
-            {
-                let mut st = self.st.borrow_mut();
-                st.stats.attempts += 1;
-                if attempt == 1 {
-                    if let Some(b) = st.budget.as_mut() {
-                        b.record_call(now);
-                    }
-                }
-            }
-            let remaining = deadline.remaining(now);
-            self.emit_call("attempt", call, attempt, &|o| {
-                o.set("elapsedMs", deadline.elapsed(now))
-                    .set("remainingMs", remaining);
-            });
-            let (timeout_ms, phase) = if remaining < call.cfg.timeout_ms {
-                (remaining, "deadline")
-            } else {
-                (call.cfg.timeout_ms, "attempt")
-            };
-            let end = fetch::attempt(call, timeout_ms).await;
-            self.release_slot();
+            let Decided { end, permit, phase } = self.round(call, deadline, permit, &retry).await;
+            let attempt = call.cancel.attempts();
 
             let failure_statuses = self.cfg.failure_statuses();
             let (outcome, mut err, response, retry_after) = match end {

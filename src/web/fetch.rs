@@ -9,12 +9,14 @@ use std::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortController, AbortSignal, Headers, Request, RequestInit};
+use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::{Alarm, Either, Race, Stop};
 use super::convert::get;
 use super::engine::Call;
-use super::host::{either_signal, global_fetch, instance_of, json_parse, quiet, to_promise};
+use super::host::{
+    assign, either_signal, global_fetch, instance_of, json_parse, quiet, to_promise,
+};
 use super::task::settle;
 use crate::text::cat;
 
@@ -191,25 +193,26 @@ impl Answered {
 /// state, so a caller abort or `close()` aborts the network request itself;
 /// the timer and a cancel also end the attempt when the host's fetch
 /// ignores its signal.
-pub async fn attempt(call: &Call, timeout_ms: f64) -> AttemptEnd {
+///
+/// A hedge (`hedge`) sends its own copy of the init, with `cache:
+/// 'no-store'`: an attempt in flight has read the shared init already, or
+/// is about to, and Chromium's HTTP cache lock would hold a second request
+/// to the same URL until the first one's headers arrive.
+pub async fn attempt(call: &Call, timeout_ms: f64, stop: Stop, hedge: bool) -> AttemptEnd {
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
         return AttemptEnd::Cancelled;
     }
-    let stop = match AbortController::new() {
-        Ok(c) => Stop::new(c),
-        Err(e) => return AttemptEnd::Network(e),
-    };
-    cancel.set_attempt(Some(stop.clone()));
+    let attached = cancel.attach(&stop);
     let _timer = Alarm::stop(timeout_ms, &stop);
     let signal = match &call.body_signal {
         Some(caller) => either_signal(&stop.signal(), caller),
         None => stop.signal(),
     };
     let answered = RefCell::new(None);
-    let work = std::pin::pin!(run(&call.target, call.mode, &signal, &answered));
+    let work = std::pin::pin!(run(&call.target, call.mode, &signal, hedge, &answered));
     let end = Race(work, stop.wait()).await;
-    cancel.set_attempt(None);
+    drop(attached);
     let error = match end {
         Either::Left(Ok(end)) => return end,
         Either::Left(Err(e)) => e,
@@ -233,15 +236,30 @@ async fn run(
     target: &Target,
     mode: Mode,
     signal: &AbortSignal,
+    hedge: bool,
     answered: &RefCell<Option<Answered>>,
 ) -> Result<AttemptEnd, JsValue> {
+    let own = |base: &JsValue| -> Result<RequestInit, JsValue> {
+        let init: RequestInit = assign(&RequestInit::new(), base)?.unchecked_into();
+        js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
+        Ok(init)
+    };
     let sent = match target {
+        Target::Url { url, init, .. } if hedge => {
+            let init = own(init)?;
+            init.set_signal(Some(signal));
+            global_fetch(url, &init)
+        }
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
             global_fetch(url, init)
         }
         Target::Request { request, reuse } => {
-            let init = RequestInit::new();
+            let init = if hedge {
+                own(&JsValue::UNDEFINED)?
+            } else {
+                RequestInit::new()
+            };
             init.set_signal(Some(signal));
             if *reuse {
                 global_fetch(request, &init)

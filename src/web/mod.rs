@@ -13,6 +13,7 @@ mod dedupe;
 mod engine;
 mod errors;
 mod fetch;
+mod hedge;
 mod host;
 mod options;
 mod schema;

@@ -12,7 +12,7 @@ use super::convert::get;
 use super::host::{array_from, entries, instance_of};
 use crate::policy::options::{
     OptionsError, RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency,
-    RawRetry, RawStorage, Toggle,
+    RawHedge, RawRetry, RawStorage, Toggle,
 };
 use crate::text::cat;
 
@@ -238,6 +238,7 @@ pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
         dedupe: r.bool("dedupe")?,
         wait_for_online: r.bool("waitForOnline")?,
         cross_tab: r.bool("crossTab")?,
+        hedge: r.toggle("hedge", read_hedge)?,
         storage: r.toggle("storage", |r| {
             Ok(RawStorage {
                 prefix: r.string("prefix")?,
@@ -253,6 +254,24 @@ pub fn read_call(r: &Reader) -> Result<RawCallOptions, OptionsError> {
         deadline_ms: r.num("deadlineMs")?,
         retry: r.toggle("retry", read_retry)?,
         wait_for_online: r.bool("waitForOnline")?,
+        hedge: r.toggle("hedge", read_hedge)?,
+    })
+}
+
+/// `hedge: { afterMs: number | 'p95', max?: number }`.
+fn read_hedge(r: &Reader) -> Result<RawHedge, OptionsError> {
+    let (after_ms, after_p95) = match r.value("afterMs")? {
+        None => (None, false),
+        Some(v) if v.as_string().as_deref() == Some("p95") => (None, true),
+        Some(v) => match v.as_f64() {
+            Some(ms) => (Some(ms), false),
+            None => return Err(err("hedge.afterMs", "must be a number or 'p95'")),
+        },
+    };
+    Ok(RawHedge {
+        after_ms,
+        after_p95,
+        max: r.num("max")?,
     })
 }
 

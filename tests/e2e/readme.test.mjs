@@ -102,6 +102,8 @@ const GROUPS = {
 // for and the Rust expression of each one's default.
 const DERIVED = {
   'BreakerConfig.adaptive_k': { 'breaker.mode': '"binary".to_owned()', 'breaker.k': 'DEFAULT_ADAPTIVE_K' },
+  // `hedge: None` is API.md's `hedge: false`.
+  'ClientConfig.hedge': { hedge: 'false' },
 };
 // Options that exist only at the JS boundary (no field in ClientConfig) and what the README says of them.
 const JS_ONLY = { baseUrl: { code: 'location.href' }, headers: { words: 'none' }, gatewayTimeoutMs: { words: 'unset' } };

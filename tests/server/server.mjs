@@ -27,7 +27,7 @@ const CAPACITY_DEFAULTS = Object.freeze({
 });
 
 const ENDPOINTS = new Set([
-  '/echo', '/delay', '/hang', '/fail-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
+  '/echo', '/delay', '/hang', '/fail-first', '/slow-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
   '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity',
 ]);
 
@@ -461,6 +461,17 @@ export async function startServer({
           return sendJson(ctx, status, { ok: false, status, attempt }, retryAfterHeader(query.retryAfter));
         }
         return sendJson(ctx, 200, { ok: true, attempt });
+      }
+
+      case '/slow-first': {
+        // A long tail on demand: attempts 1..n answer 200 after `ms`, later ones at once.
+        const n = intParam(query.n, 1, 0);
+        const key = `slow:${query.key ?? ''}`;
+        const attempt = (ctx.state.failFirst.get(key) ?? 0) + 1;
+        ctx.state.failFirst.set(key, attempt);
+        const slow = attempt <= n;
+        if (slow && !(await ctx.sleep(numParam(query.ms, 2000, 0, MAX_DELAY_MS)))) return;
+        return sendJson(ctx, 200, { ok: true, attempt, slow });
       }
 
       case '/reset':

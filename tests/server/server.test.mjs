@@ -259,6 +259,18 @@ test('/fail-first: first N fail with status, then 200 with attempt; reset varian
   assert.equal((await fetch(`${base}/fail-first?id=${id3}`)).status, 200);
 });
 
+test('/slow-first: first N answer 200 after ms, later ones at once; per id and key', async () => {
+  const id = newId('slow');
+  const timed = async (q) => {
+    const t0 = performance.now();
+    const body = await (await fetch(`${base}/slow-first?id=${id}&n=1&ms=300${q}`)).json();
+    return [body.attempt, body.slow, performance.now() - t0 >= 290];
+  };
+  assert.deepEqual(await timed(''), [1, true, true]);
+  assert.deepEqual(await timed(''), [2, false, false]);
+  assert.deepEqual(await timed('&key=b'), [1, true, true]);
+});
+
 test('?close=1 and the global close switch set Connection: close', async () => {
   const { data } = await rawRequest(srv.port, 'GET /echo?close=1 HTTP/1.1\r\nHost: x\r\n\r\n');
   assert.match(splitHead(data).head, /\r\nConnection: close/i);

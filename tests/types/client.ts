@@ -42,6 +42,16 @@ export async function options(): Promise<void> {
   await createClient({ retry: false, budget: false, breaker: false, concurrency: false, storage: false });
   for (const jitter of ['full', 'equal', 'decorrelated', 'none'] as const) await createClient({ retry: { jitter } });
 
+  const hedged = await createClient({ hedge: { afterMs: 'p95', max: 2 } });
+  await createClient({ hedge: { afterMs: 150 } });
+  await createClient({ hedge: false });
+  await hedged.request('/x', { hedge: false });
+  await hedged.fetch('/x', { hedge: { afterMs: 50 } });
+  // @ts-expect-error afterMs is a number or 'p95'
+  await createClient({ hedge: { afterMs: 'p99' } });
+  // @ts-expect-error afterMs is required
+  await createClient({ hedge: { max: 2 } });
+
   // @ts-expect-error retry: true is not an option (omit it for the defaults)
   await createClient({ retry: true });
   // @ts-expect-error durations are numbers
