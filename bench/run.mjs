@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory] [-- --report-only]
+// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory,hedge] [-- --report-only]
 //
 // Runs every benchmark side by side with raw fetch, ky and cockatiel (and
 // ofetch/axios for size and start-up), writes results/*.json, RESULTS.md with
@@ -16,10 +16,11 @@ import { runStartup } from './startup.mjs';
 import { runOverhead } from './overhead.mjs';
 import { runStorm } from './storm.mjs';
 import { runMemory } from './memory.mjs';
+import { hedgeSection, runHedge } from './hedge.mjs';
 import { writeReport } from './report.mjs';
 import { proposalsSection } from './proposals.mjs';
 
-const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory'];
+const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory', 'hedge'];
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='));
@@ -82,6 +83,7 @@ if (only.includes('startup')) save('startup', await timed('startup', () => runSt
 if (only.includes('overhead')) save('overhead', await timed('overhead', () => runOverhead({ quick, log })));
 if (only.includes('storm')) save('storm', await timed('storm', () => runStorm({ quick, log })));
 if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
+if (only.includes('hedge')) save('hedge', await timed('hedge', () => runHedge({ quick, log })));
 
 // sections not run this time come from the previous run's JSON, and the report says so
 const loaded = [];
@@ -104,7 +106,7 @@ const { verdicts, summary } = writeReport(res, {
   chartsDir: outDir,
   chartsRel: quick ? '' : 'results/',
   benchmarksLink: quick ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
-  proposals: proposalsSection(res),
+  proposals: [proposalsSection(res), hedgeSection(res)].filter(Boolean).join('\n\n'),
 });
 
 log('\n' + summary.text + '\n');

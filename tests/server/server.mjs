@@ -27,7 +27,7 @@ const CAPACITY_DEFAULTS = Object.freeze({
 });
 
 const ENDPOINTS = new Set([
-  '/echo', '/delay', '/hang', '/fail-first', '/slow-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
+  '/echo', '/delay', '/tail', '/hang', '/fail-first', '/slow-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
   '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity',
 ]);
 
@@ -461,6 +461,15 @@ export async function startServer({
           return sendJson(ctx, status, { ok: false, status, attempt }, retryAfterHeader(query.retryAfter));
         }
         return sendJson(ctx, 200, { ok: true, attempt });
+      }
+
+      case '/tail': {
+        // A long-tail backend: with probability p the answer takes `slow` ms, else `fast` ms.
+        const p = numParam(query.p, 0.05, 0, 1);
+        const slow = Math.random() < p;
+        const ms = slow ? numParam(query.slow, 1000, 0, MAX_DELAY_MS) : numParam(query.fast, 20, 0, MAX_DELAY_MS);
+        if (!(await ctx.sleep(ms))) return;
+        return sendJson(ctx, 200, { ok: true, slow });
       }
 
       case '/slow-first': {

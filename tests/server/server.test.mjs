@@ -259,6 +259,15 @@ test('/fail-first: first N fail with status, then 200 with attempt; reset varian
   assert.equal((await fetch(`${base}/fail-first?id=${id3}`)).status, 200);
 });
 
+test('/tail: p=0 answers fast, p=1 slow', async () => {
+  const t0 = performance.now();
+  assert.equal((await (await fetch(`${base}/tail?p=0&fast=1&slow=5000`)).json()).slow, false);
+  assert.ok(performance.now() - t0 < 2000);
+  const t1 = performance.now();
+  assert.equal((await (await fetch(`${base}/tail?p=1&fast=5000&slow=200`)).json()).slow, true);
+  assert.ok(performance.now() - t1 >= 190);
+});
+
 test('/slow-first: first N answer 200 after ms, later ones at once; per id and key', async () => {
   const id = newId('slow');
   const timed = async (q) => {
