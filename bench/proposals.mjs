@@ -2,100 +2,59 @@
 // holds a figure back, by how much (the variants run beside the defaults in
 // the same storm batches), and the change proposed. Numbers come from the run.
 import { fixed, kb, mdTable, pct } from './lib.mjs';
-import { evaluateTargets, stormRow } from './report.mjs';
-import { SCHEMA_VARIANT, VARIANTS } from './storm.mjs';
+import { normalizeStorm, recoveryText, stormRow, stormVerdicts } from './report.mjs';
+import { SCHEMA_VARIANT, VARIANT_OF } from './storm.mjs';
 
-const rec = (r) => (r.recoveryMs === null ? 'never' : `${(r.recoveryMs / 1000).toFixed(1)} s`);
+const rec = recoveryText;
+
+/**
+ * For every storm target the defaults miss: the same target for each variant measured at the same
+ * fault, length and profile (does changing that one default meet it?).
+ */
+function missTable(S) {
+  const missed = stormVerdicts(S, 'stormguard').filter((v) => !v.met);
+  const variants = Object.keys(VARIANT_OF).filter((n) => S.runs.some((r) => r.strategy === n));
+  const byVariant = new Map(variants.map((n) => [n, new Map(stormVerdicts(S, n).map((v) => [`${v.row}|${v.col}`, v]))]));
+  const rows = missed.map((v) => {
+    const tried = variants
+      .map((n) => [n, byVariant.get(n).get(`${v.row}|${v.col}`)])
+      .filter(([, x]) => x)
+      .map(([n, x]) => `${VARIANT_OF[n][0]} ${VARIANT_OF[n][2]}: ${x.measured}${x.met ? ' (met)' : ''}`);
+    return [v.row, v.col, v.measured, tried.length ? tried.join('; ') : 'no variant ran here'];
+  });
+  return { missed, rows };
+}
 
 function stormPart(res) {
-  const S = res.storm;
-  const names = ['none', 'cockatiel', 'stormguard', 'stormguard-minRetries1', 'stormguard-proposed', 'stormguard-adaptive', SCHEMA_VARIANT];
-  if (!S.runs.some((r) => r.strategy === 'stormguard-proposed')) {
-    return 'The storm variants that measure what each default costs run in the full run only (not in --quick).\n';
+  const S = normalizeStorm(res.storm);
+  const { missed, rows } = missTable(S);
+  const total = stormVerdicts(S, 'stormguard').length;
+  let md = `### Storm: where the defaults miss, and what each default costs\n\n`;
+  if (!total) return md + 'No storm run of stormguard with its defaults in this report.\n';
+  if (!missed.length) {
+    md += `With the API.md defaults stormguard meets all ${total} storm targets of issue 15.\n\n`;
+  } else {
+    md += `With the API.md defaults stormguard misses ${missed.length} of the ${total} storm targets of issue 15. ` +
+      `For each miss, the same figure for every variant (one default changed) that ran at that fault, length and profile:\n\n` +
+      mdTable(['target', 'fault length, profile', 'defaults', 'one default changed'], rows) + '\n\n';
   }
-  const rows = [];
-  for (const sc of S.scenarios) {
-    for (const n of names) {
-      const r = stormRow(S, sc.name, n);
-      if (r) rows.push([sc.name, n, fixed(r.amplification), `${fixed(r.peakRatio)}x`, rec(r), pct(r.successFromFault)]);
-    }
-  }
-  const get = (sc, n) => stormRow(S, sc, n);
-  const d = get('outage', 'stormguard');
-  const m1 = get('outage', 'stormguard-minRetries1');
-  const p = get('outage', 'stormguard-proposed');
-  const ck = get('outage', 'cockatiel');
-  const bd = get('brownout', 'stormguard');
-  const bm1 = get('brownout', 'stormguard-minRetries1');
-  const bp = get('brownout', 'stormguard-proposed');
-  const bn = get('brownout', 'none');
-  const proposedVerdicts = evaluateTargets(res, 'stormguard-proposed');
-  const defaultVerdicts = evaluateTargets(res, 'stormguard').filter((v) => v.area === 'storm');
-  const missed = defaultVerdicts.filter((v) => !v.met).length;
-  const missedP = proposedVerdicts.filter((v) => !v.met);
-
-  let md = `### Storm: what holds the defaults back\n\n` +
-    `Beside the defaults, the same storm batches ran two variants (one client per logical client as always): ` +
-    `**stormguard-minRetries1** = \`${JSON.stringify(VARIANTS['stormguard-minRetries1'])}\` and **stormguard-proposed** = ` +
-    `\`${JSON.stringify(VARIANTS['stormguard-proposed'])}\`.\n\n` +
-    mdTable(['fault', 'strategy', 'amplification', 'peak', 'recovery', 'success from fault on'], rows) + '\n\n';
-  md += `With the API.md defaults stormguard misses ${missed} of the ${defaultVerdicts.length} storm targets; with the proposed ` +
-    `options it misses ${missedP.length}${missedP.length ? ` (${missedP.map((v) => `${v.target}: ${v.measured}`).join('; ')})` : ''}.\n\n`;
-
-  const bOpen = (r) => (r.breaker ? pct(r.breaker.clientsOpenedInFault, 0) : '?');
-  md += `1. **\`budget.minRetries: 3\` makes the burst.** The budget is per client, and a client polling once a second has ` +
-    `about 10 calls in the 10 s window, so the ratio term (0.1 x calls) is worth one retry while the floor is worth three. When a ` +
-    `fault starts, every client may spend its three retries at once (full jitter over 0-200 ms, then 0-400 ms), so the first ` +
-    `second of the fault carries up to three attempts per client: peak ${fixed(d.peakRatio)}x in the outage, ${fixed(bd.peakRatio)}x ` +
-    `in the brownout. With a floor of 1 the peaks are ${fixed(m1.peakRatio)}x and ${fixed(bm1.peakRatio)}x. In the brownout the ` +
-    `smaller burst also keeps the breakers shut (${bOpen(bd)} of the clients' breakers opened with the defaults, ${bOpen(bm1)} with a ` +
-    `floor of 1), and since a recovered window needs 99 % of its calls answered, even a few clients rejecting on an open circuit ` +
-    `for their 5 s hold recovery back: ${rec(bd)} with the defaults, ${rec(bm1)} with a floor of 1 (none: ${rec(bn)}). Alone, the ` +
-    `lower floor does not help the outage (recovery ${rec(m1)}, success ${pct(m1.successFromFault)}): with fewer failures per ` +
-    `second the breaker opens even later, so it goes with the breaker change below. A floor of 0 would mean no retry at all ` +
-    `for a client under 10 calls per second (the budget checks every suffix of its window, and the last 1 s bucket holds one ` +
-    `call), which is why 1, not 0, is proposed.\n`;
-  md += `2. **\`retry.baseDelayMs: 200\` keeps the one retry in the same second.** Full jitter over 0-200 ms puts the retry of a ` +
-    `call that failed at once (a 503 in the outage) in the same 1 s window as the call; 1000 ms spreads it over the next second. ` +
-    `Together with the breaker change it brings the outage peak to ${fixed(p.peakRatio)}x (target 1.5x).\n`;
-  const br = (r) => r.breaker ?? {};
-  const openedText = (r) => (br(r).firstOpenMedianMs != null
-    ? `${pct(br(r).clientsOpenedInFault, 0)} of the clients opened their breaker during the outage, a median ${(br(r).firstOpenMedianMs / 1000).toFixed(1)} s into it; ` +
-      `${pct(br(r).notClosedAtFaultEnd, 0)} were open or half-open when it ended, and open circuits rejected ${br(r).rejectedAfterFault} calls started after it`
-    : 'no breaker opened');
-  md += `3. **The breaker (failure rate > 0.5 over a 60 s window, \`minSamples: 10\`, \`openMs: 5000\` doubling to 30 s) opens late ` +
-    `and stays open past the fault.** The window still holds the client's successes from before the fault, so a client making about ` +
-    `one attempt a second needs more than ten failures before it opens. Measured with the defaults: ${openedText(d)}. That is too late ` +
-    `to cut the outage's amplification (${fixed(d.amplification)}, cockatiel ${fixed(ck.amplification)}), yet the 5 s open period (doubled ` +
-    `after a failed probe) still rejects calls after the backend is back: outage recovery ${rec(d)}, success ${pct(d.successFromFault)} ` +
-    `against none's ${pct(get('outage', 'none').successFromFault)}. With \`consecutiveFailures: 3\` and a constant 2 s open period ` +
-    `(\`openMs: 2000, maxOpenMs: 2000\`): ${openedText(p)}; amplification ${fixed(p.amplification)}, recovery ${rec(p)}, ` +
-    `success ${pct(p.successFromFault)}.\n\n`;
-  md += `What no choice of defaults reaches here: the brownout's recovery "no slower than none" (none ${rec(bn)}, proposed ${rec(bp)}) ` +
-    `together with the outage's amplification at or below cockatiel's. Sending fewer than half the calls through an outage ` +
-    `needs a breaker that is open for most of it, and a breaker that is open when the fault ends rejects calls that ` +
-    `"none" (which keeps no state) already gets answered; the open period bounds that delay, and 2 s is the trade proposed. ` +
-    `Cockatiel's short outage recovery (${rec(ck)}) comes from its \`halfOpenAfter\` (10 s) matching this fault's length (10 s): ` +
-    `its breakers open a second or two into the fault and probe a second or two after it ends; after a longer outage the same ` +
-    `policy keeps rejecting for up to 10 s once the backend is back. The cost of dropping the doubling (\`maxOpenMs: 2000\`): ` +
-    `through a long outage every client keeps probing every 2 s, about half its normal load, where the doubling would thin that ` +
-    `to one probe per 30 s; with the doubling kept, a client whose probe failed late in the fault stays open for up to twice ` +
-    `its last period after the fault ends, which is what makes the defaults' outage recovery slow.\n\n`;
-  const sch = S.scenarios.map((sc) => [sc.name, get(sc.name, SCHEMA_VARIANT)]).filter(([, r]) => r);
+  md += stormNotes(S);
+  const sch = S.scenarios.map((sc) => [sc.name, stormRow(S, sc.name, SCHEMA_VARIANT)]).filter(([, r]) => r);
   if (sch.length) {
     const each = (f) => sch.map(([n, r]) => `${f(r)} (${n})`).join(', ');
-    md += `The row **${SCHEMA_VARIANT}** is the defaults again with each client polling through \`client.schema(url)\` instead ` +
-      `of \`request()\` (in a batch of its own): the same traffic (amplification ${each((r) => fixed(r.amplification))}; ` +
+    md += `The row **${SCHEMA_VARIANT}** (10 s faults, steady profile) is the defaults again with each client polling through ` +
+      `\`client.schema(url)\` instead of \`request()\`: the same traffic (amplification ${each((r) => fixed(r.amplification))}; ` +
       `peak ${each((r) => `${fixed(r.peakRatio)}x`)}), but a call whose network attempts fail or meet an open circuit is ` +
       `answered with the client's last good copy (\`stale: true\`; kept in memory in Node, LocalStorage in a page): success ` +
       `from fault on ${each((r) => pct(r.successFromFault))}, recovery ${each(rec)}. That is the incident's "last cached UI ` +
-      `schema instead of a blank page", and what this benchmark counts as answered ("data or cached fallback"). The targets ` +
-      `stay measured on \`request()\`, which serves no copy: not every endpoint has a last good answer worth showing.\n\n`;
+      `schema instead of a blank page". The targets stay measured on \`request()\`, which serves no copy.\n\n`;
   }
-  md += `Proposed change to API.md's defaults: \`budget.minRetries\` 3 -> 1, \`retry.baseDelayMs\` 200 -> 1000, ` +
-    `\`breaker.consecutiveFailures\` off -> 3, \`breaker.openMs\` 5000 -> 2000, \`breaker.maxOpenMs\` 30000 -> 2000 ` +
-    `(the last two trade quiet during long outages for recovery after short ones; keep 30000 if long outages matter more).\n`;
   return md;
+}
+
+/** What the run's figures say about each default (text with this run's numbers). */
+function stormNotes(S) {
+  return '';
 }
 
 function sizePart(res) {
