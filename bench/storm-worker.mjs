@@ -49,11 +49,23 @@ globalThis.fetch = function countingFetch(input, init) {
 };
 
 async function control(path, body) {
-  const res = await realFetch(`${base}${path}`, body === undefined ? {} : {
+  const init = body === undefined ? {} : {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
-  });
+  };
+  // Every control request is idempotent. On a busy machine a kept-alive connection can be closed by the
+  // server just as it is reused (a late keep-alive timer), and undici reports that as "fetch failed":
+  // try again on a new connection.
+  let res;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      res = await realFetch(`${base}${path}`, init);
+      break;
+    } catch (e) {
+      if (attempt === 3) throw new Error(`${path}: ${e.message} (${e.cause?.code ?? e.cause?.message ?? 'no cause'})`);
+    }
+  }
   if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
   return res.json();
 }
