@@ -342,6 +342,18 @@ function stormSection(res, charts, anchors) {
     `page load's 6 calls fit in it). Each strategy's run has its own server process and its own load-generator process; the runs ` +
     `listed together below ran at the same time (same machine noise), in batches of at most five on this 2-core machine.\n\n`;
 
+  // the conditions of the whole storm section: how busy the machine was, and how much of it was not this benchmark
+  const batchList = [...new Map(S.runs.filter((r) => r.batch).map((r) => [`${r.scenario}/${r.profile}/${r.faultMs}/${r.group?.join(',')}`, r.batch])).values()];
+  if (batchList.length) {
+    const mean = (f) => batchList.reduce((a, b) => a + f(b), 0) / batchList.length;
+    const max = (f) => Math.max(...batchList.map(f));
+    const lags = S.runs.map((r) => r.loadGen.loopDelayP99Ms).sort((a, b) => a - b);
+    md += `**Conditions of this run.** Over its ${batchList.length} batches the machine had on average ${fixed(mean((b) => b.machineBusyCores), 2)} of ` +
+      `${res.meta.cores} cores busy, of which ${fixed(mean((b) => b.otherCores), 2)} by processes other than this benchmark (at most ` +
+      `${fixed(max((b) => b.otherCores), 2)} in one batch); the load generators' event-loop lag p99 was ${fixed(lags[Math.floor(lags.length / 2)], 0)} ms ` +
+      `at the median run and ${fixed(lags[lags.length - 1], 0)} ms at the worst. Runs with a lag p99 over 50 ms or over 0.3 cores used ` +
+      `by other processes are flagged below; their figures are less reliable than the rest.\n\n`;
+  }
   const starvedAll = [];
   for (const s of S.scenarios) {
     const runs = S.runs.filter((r) => r.scenario === s.name)
