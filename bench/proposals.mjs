@@ -52,9 +52,92 @@ function stormPart(res) {
   return md;
 }
 
-/** What the run's figures say about each default (text with this run's numbers). */
+/** What the run's figures say about each default (text with this run's numbers; a note only where its rows ran). */
 function stormNotes(S) {
-  return '';
+  const get = (sc, st, L = 10000, p = 'steady') => stormRow(S, sc, st, L, p);
+  const amp = (r) => fixed(r.amplification);
+  const br = (r) => r?.breaker ?? {};
+  const notes = [];
+
+  // 1. a page load's first burst in a fault goes out whole
+  const pl = [3000, 10000].map((L) => [L, get('outage', 'stormguard', L, 'page-load'), get('outage', 'cockatiel', L, 'page-load'), get('outage', 'none', L, 'page-load')])
+    .filter(([, sg, ck, no]) => sg && ck && no);
+  if (pl.length) {
+    notes.push(`**A page load's amplification has a floor of about 1 in faults shorter than its period.** A page-load client calls ` +
+      `every 10 s, so in a 3 s or 10 s outage it makes at most one burst, and it makes it with its breakers closed (nothing failed ` +
+      `before): its 6 parallel calls all go out before the first 503 comes back. No client-side setting can send fewer than one ` +
+      `attempt per call there; what is left to choose is how many retries follow. Measured: ` +
+      pl.map(([L, sg, ck, no]) => `${L / 1000} s: stormguard ${amp(sg)}, cockatiel ${amp(ck)}, none ${amp(no)}`).join('; ') +
+      `. stormguard's excess over 1 is the retry budget's floor (\`minRetries\` 3: three of the burst's six failures are retried ` +
+      `once; its breakers then open after the third failure per endpoint)` +
+      (get('outage', 'stormguard-minRetries1', 10000, 'page-load')
+        ? `; with \`minRetries: 1\` it is ${amp(get('outage', 'stormguard-minRetries1', 10000, 'page-load'))} at 10 s.`
+        : '.') +
+      ` The target (<= 0.55) can only be met here by refusing calls that no failure has yet justified, which is not a breaker's job.`);
+  }
+
+  // 2. a short steady outage: the breaker needs 3 failures before it opens
+  const s3 = get('outage', 'stormguard', 3000);
+  const c1 = get('outage', 'stormguard-consecutive1', 3000);
+  if (s3 && c1) {
+    const b1 = get('brownout', 'stormguard-consecutive1', 3000);
+    const b3 = get('brownout', 'stormguard', 3000);
+    const bn = get('brownout', 'none', 3000);
+    notes.push(`**A 3 s outage is over before three failures in a row.** A steady client makes three calls in it; with ` +
+      `\`consecutiveFailures: 3\` its breaker opens only after its third failure (the first call, its retry, the next call), so ` +
+      `most of the fault's attempts are sent: amplification ${amp(s3)} (cockatiel ${amp(get('outage', 'cockatiel', 3000) ?? s3)}). ` +
+      `Opening on the first failure (\`consecutiveFailures: 1\`) measured ${amp(c1)}, peak ${fixed(c1.peakRatio)}x, recovery ${rec(c1)}, ` +
+      `success ${pct(c1.successFromFault)}` +
+      (b1 && b3 && bn ? `; its cost shows in the 3 s brownout, where one slow answer opens the breaker for 2 s: success ` +
+        `${pct(b1.successFromFault)} against the defaults' ${pct(b3.successFromFault)} and none's ${pct(bn.successFromFault)}, recovery ${rec(b1)} (defaults ${rec(b3)})` : '') +
+      `.`);
+  }
+
+  // 3. page loads after an outage: one probe per endpoint, a burst has two calls per endpoint
+  const p10 = get('outage', 'stormguard', 10000, 'page-load');
+  const q10 = get('outage', 'stormguard-probes2', 10000, 'page-load');
+  if (p10 && q10) {
+    const p60 = get('outage', 'stormguard', 60000, 'page-load');
+    const q60 = get('outage', 'stormguard-probes2', 60000, 'page-load');
+    notes.push(`**\`halfOpenProbes: 1\` costs a page load its first burst after an outage.** A half-open endpoint lets one call ` +
+      `through; the burst's second call to the same endpoint, sent at the same moment, is rejected with \`CircuitOpenError\` even ` +
+      `though the backend is back, and each client's next burst can be up to 10 s away. Measured after the 10 s outage: recovery ` +
+      `${rec(p10)}, ${br(p10).rejectedAfterFault ?? '?'} calls rejected after the fault, success ${pct(p10.successFromFault)}; with ` +
+      `\`halfOpenProbes: 2\`: recovery ${rec(q10)}, ${br(q10).rejectedAfterFault ?? '?'} rejected, success ${pct(q10.successFromFault)}` +
+      (p60 && q60 ? ` (60 s outage: ${rec(p60)} against ${rec(q60)}; probe load ${fixed(p60.probeLoad?.share)} against ${fixed(q60.probeLoad?.share)})` : '') +
+      `.`);
+  }
+
+  // 4. the probe load of the 60 s outage, and what a longer open period buys
+  const o60 = get('outage', 'stormguard', 60000);
+  const m8 = get('outage', 'stormguard-maxOpen8000', 60000);
+  const m30 = get('outage', 'stormguard-maxOpen30000', 60000);
+  const o60p = get('outage', 'stormguard', 60000, 'page-load');
+  const ok60p = get('outage', 'stormguard-originKey', 60000, 'page-load');
+  if (o60?.probeLoad) {
+    notes.push(`**Probe load through the 60 s outage.** With the open period a constant 2 s, a steady client probes with the first ` +
+      `call after it: its calls come every second and its probe fails at once, so one attempt every 3 s, a third of its load ` +
+      `(measured ${fixed(o60.probeLoad.share)}; recovery ${rec(o60)}). ` +
+      (m8 && m30 ? `Letting failed probes double the period thins that out and costs recovery: \`maxOpenMs: 8000\` ` +
+        `${fixed(m8.probeLoad?.share)} (recovery ${rec(m8)}), \`30000\` ${fixed(m30.probeLoad?.share)} (recovery ${rec(m30)}). ` : '') +
+      (o60p?.probeLoad ? `A page load probes each of its 3 endpoints with its next burst, one of the two calls per endpoint: ` +
+        `${fixed(o60p.probeLoad.share)} of its load` +
+        (ok60p?.probeLoad ? `; with one breaker for the whole backend (every call passing \`breakerKey\`: the origin) ` +
+          `${fixed(ok60p.probeLoad.share)}, but then a single probe decides for all six calls of a burst: recovery ${rec(ok60p)} ` +
+          `(default keys ${rec(o60p)})` : '') + '.' : ''));
+  }
+
+  // 5. the sensitivity of the 10 s storm to each default
+  const m1 = get('outage', 'stormguard-minRetries1');
+  const c5 = get('outage', 'stormguard-consecutive5');
+  const d10 = get('outage', 'stormguard');
+  if (d10 && (m1 || c5)) {
+    const row = (r) => `amplification ${amp(r)}, peak ${fixed(r.peakRatio)}x, recovery ${rec(r)}, success ${pct(r.successFromFault)}`;
+    notes.push(`**The 10 s outage, one default at a time** (steady; the brownouts are in the sensitivity table): defaults ${row(d10)}` +
+      (m1 ? `; \`minRetries: 1\` ${row(m1)}` : '') + (c5 ? `; \`consecutiveFailures: 5\` ${row(c5)}` : '') +
+      (get('outage', 'stormguard-maxOpen30000') ? `; \`maxOpenMs: 30000\` ${row(get('outage', 'stormguard-maxOpen30000'))}` : '') + '.');
+  }
+  return notes.length ? notes.map((n, i) => `${i + 1}. ${n}`).join('\n') + '\n\n' : '';
 }
 
 function sizePart(res) {
