@@ -354,6 +354,9 @@ function stormSection(res, charts, anchors) {
       `at the median run and ${fixed(lags[lags.length - 1], 0)} ms at the worst. Runs with a lag p99 over 50 ms or over 0.3 cores used ` +
       `by other processes are flagged below; their figures are less reliable than the rest.\n\n`;
   }
+  if (S.failed?.length) {
+    md += `> **Batches that failed** (their rows are missing): ${S.failed.map((f) => `${f.scenario} ${lengthLabel(f.faultMs)} ${f.profile} [${f.strategies.join(', ')}]: ${f.error}`).join('; ')}.\n\n`;
+  }
   const starvedAll = [];
   for (const s of S.scenarios) {
     const runs = S.runs.filter((r) => r.scenario === s.name)

@@ -201,6 +201,7 @@ export async function runStorm({ quick, plan = defaultPlan(quick), scenarios, fi
     .map((b) => ({ ...b, strategies: b.strategies.filter((s) => !filter.strategies || filter.strategies.includes(s)) }))
     .filter((b) => b.strategies.length);
   const runs = [];
+  const failed = [];
   const configs = {};
   for (const scenario of chosen) {
     for (const batch of plan) {
@@ -208,12 +209,32 @@ export async function runStorm({ quick, plan = defaultPlan(quick), scenarios, fi
       configs[`${batch.profile}/${batch.faultMs}`] = cfg;
       log(`[storm] ${scenario.name} ${batch.faultMs / 1000} s, ${batch.profile}: ${batch.strategies.join(', ')} (${cfg.clients} clients, ` +
         `${(cfg.warmupMs + cfg.faultMs + cfg.recoveryMs) / 1000} s each, side by side)`);
-      const started = await Promise.all(batch.strategies.map((s) => startRun(s, scenario, cfg)));
-      await Promise.all(started.map((r) => ask(r.server, 'mark')));
+      // a batch that fails (a process that dies, a server that cannot be reached) is reported and the
+      // run goes on: one lost batch should not cost the other twenty minutes of figures
+      let results;
       const snap = cpuSnapshot();
       const cpu0 = process.cpuUsage();
-      for (const r of started) r.worker.send({ type: 'go' });
-      const results = await Promise.all(started.map(finishRun));
+      const startedAll = [];
+      try {
+        const started = await Promise.all(batch.strategies.map(async (s) => {
+          const r = await startRun(s, scenario, cfg);
+          startedAll.push(r);
+          return r;
+        }));
+        await Promise.all(started.map((r) => ask(r.server, 'mark')));
+        Object.assign(snap, cpuSnapshot());
+        Object.assign(cpu0, process.cpuUsage());
+        for (const r of started) r.worker.send({ type: 'go' });
+        results = await Promise.all(started.map(finishRun));
+      } catch (e) {
+        log(`[storm]   batch failed: ${e.message}`);
+        failed.push({ scenario: scenario.name, faultMs: batch.faultMs, profile: batch.profile, strategies: batch.strategies, error: String(e.message) });
+        for (const r of startedAll) {
+          r.worker.kill();
+          await ask(r.server, 'close').catch(() => r.server.kill());
+        }
+        continue;
+      }
       // the whole machine's busy cores over the batch, and how much of it was not this benchmark
       const machine = busyCoresSince(snap);
       const own = results.reduce((s, r) => s + r.loadGen.cpuSinceGoMs + r.server.cpuMs, 0) / (performance.now() - snap.at) +
@@ -237,5 +258,5 @@ export async function runStorm({ quick, plan = defaultPlan(quick), scenarios, fi
       runs.push(...results);
     }
   }
-  return { config: base, configs, profiles: PROFILES, lengths: [...new Set(plan.map((b) => b.faultMs))].sort((a, b) => a - b), scenarios: chosen, plan, runs };
+  return { config: base, configs, failed, profiles: PROFILES, lengths: [...new Set(plan.map((b) => b.faultMs))].sort((a, b) => a - b), scenarios: chosen, plan, runs };
 }
