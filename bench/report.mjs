@@ -339,7 +339,9 @@ function stormSection(res, charts, anchors) {
     `instead of Chromium's network stack) and that the "browsers" of a run share one event loop — which is why the load ` +
     `generator's CPU and event-loop lag are reported: they show it kept up. undici's pool per origin has no connection limit, ` +
     `unlike a browser's 6, so the client side never queues (a browser's per-host limit would only lower what reaches the server; a ` +
-    `page load's 6 calls fit in it). Each strategy's run has its own server process and its own load-generator process; the runs ` +
+    `page load's 6 calls fit in it). The clients of one load generator do not act as tabs of one browser: ` +
+    `with \`crossTab\` on (the default), a breaker opened by one stormguard client left another client in the same Node ` +
+    `process closed (checked while building this benchmark), so each client keeps its own breakers, as a browser of its own would. Each strategy's run has its own server process and its own load-generator process; the runs ` +
     `listed together below ran at the same time (same machine noise), in batches of at most five on this 2-core machine.\n\n`;
 
   // the conditions of the whole storm section: how busy the machine was, and how much of it was not this benchmark
