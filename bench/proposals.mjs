@@ -2,100 +2,142 @@
 // holds a figure back, by how much (the variants run beside the defaults in
 // the same storm batches), and the change proposed. Numbers come from the run.
 import { fixed, kb, mdTable, pct } from './lib.mjs';
-import { evaluateTargets, stormRow } from './report.mjs';
-import { SCHEMA_VARIANT, VARIANTS } from './storm.mjs';
+import { normalizeStorm, recoveryText, stormRow, stormVerdicts } from './report.mjs';
+import { SCHEMA_VARIANT, VARIANT_OF } from './storm.mjs';
 
-const rec = (r) => (r.recoveryMs === null ? 'never' : `${(r.recoveryMs / 1000).toFixed(1)} s`);
+const rec = recoveryText;
+
+/**
+ * For every storm target the defaults miss: the same target for each variant measured at the same
+ * fault, length and profile (does changing that one default meet it?).
+ */
+function missTable(S) {
+  const missed = stormVerdicts(S, 'stormguard').filter((v) => !v.met);
+  const variants = Object.keys(VARIANT_OF).filter((n) => S.runs.some((r) => r.strategy === n));
+  const byVariant = new Map(variants.map((n) => [n, new Map(stormVerdicts(S, n).map((v) => [`${v.row}|${v.col}`, v]))]));
+  const rows = missed.map((v) => {
+    const tried = variants
+      .map((n) => [n, byVariant.get(n).get(`${v.row}|${v.col}`)])
+      .filter(([, x]) => x)
+      .map(([n, x]) => `${VARIANT_OF[n][0]} ${VARIANT_OF[n][2]}: ${x.measured}${x.met ? ' (met)' : ''}`);
+    return [v.row, v.col, v.measured, tried.length ? tried.join('; ') : 'no variant ran here'];
+  });
+  return { missed, rows };
+}
 
 function stormPart(res) {
-  const S = res.storm;
-  const names = ['none', 'cockatiel', 'stormguard', 'stormguard-minRetries1', 'stormguard-proposed', 'stormguard-adaptive', SCHEMA_VARIANT];
-  if (!S.runs.some((r) => r.strategy === 'stormguard-proposed')) {
-    return 'The storm variants that measure what each default costs run in the full run only (not in --quick).\n';
+  const S = normalizeStorm(res.storm);
+  const { missed, rows } = missTable(S);
+  const total = stormVerdicts(S, 'stormguard').length;
+  let md = `### Storm: where the defaults miss, and what each default costs\n\n`;
+  if (!total) return md + 'No storm run of stormguard with its defaults in this report.\n';
+  if (!missed.length) {
+    md += `With the API.md defaults stormguard meets all ${total} storm targets of issue 15.\n\n`;
+  } else {
+    md += `With the API.md defaults stormguard misses ${missed.length} of the ${total} storm targets of issue 15. ` +
+      `For each miss, the same figure for every variant (one default changed) that ran at that fault, length and profile:\n\n` +
+      mdTable(['target', 'fault length, profile', 'defaults', 'one default changed'], rows) + '\n\n';
   }
-  const rows = [];
-  for (const sc of S.scenarios) {
-    for (const n of names) {
-      const r = stormRow(S, sc.name, n);
-      if (r) rows.push([sc.name, n, fixed(r.amplification), `${fixed(r.peakRatio)}x`, rec(r), pct(r.successFromFault)]);
-    }
-  }
-  const get = (sc, n) => stormRow(S, sc, n);
-  const d = get('outage', 'stormguard');
-  const m1 = get('outage', 'stormguard-minRetries1');
-  const p = get('outage', 'stormguard-proposed');
-  const ck = get('outage', 'cockatiel');
-  const bd = get('brownout', 'stormguard');
-  const bm1 = get('brownout', 'stormguard-minRetries1');
-  const bp = get('brownout', 'stormguard-proposed');
-  const bn = get('brownout', 'none');
-  const proposedVerdicts = evaluateTargets(res, 'stormguard-proposed');
-  const defaultVerdicts = evaluateTargets(res, 'stormguard').filter((v) => v.area === 'storm');
-  const missed = defaultVerdicts.filter((v) => !v.met).length;
-  const missedP = proposedVerdicts.filter((v) => !v.met);
-
-  let md = `### Storm: what holds the defaults back\n\n` +
-    `Beside the defaults, the same storm batches ran two variants (one client per logical client as always): ` +
-    `**stormguard-minRetries1** = \`${JSON.stringify(VARIANTS['stormguard-minRetries1'])}\` and **stormguard-proposed** = ` +
-    `\`${JSON.stringify(VARIANTS['stormguard-proposed'])}\`.\n\n` +
-    mdTable(['fault', 'strategy', 'amplification', 'peak', 'recovery', 'success from fault on'], rows) + '\n\n';
-  md += `With the API.md defaults stormguard misses ${missed} of the ${defaultVerdicts.length} storm targets; with the proposed ` +
-    `options it misses ${missedP.length}${missedP.length ? ` (${missedP.map((v) => `${v.target}: ${v.measured}`).join('; ')})` : ''}.\n\n`;
-
-  const bOpen = (r) => (r.breaker ? pct(r.breaker.clientsOpenedInFault, 0) : '?');
-  md += `1. **\`budget.minRetries: 3\` makes the burst.** The budget is per client, and a client polling once a second has ` +
-    `about 10 calls in the 10 s window, so the ratio term (0.1 x calls) is worth one retry while the floor is worth three. When a ` +
-    `fault starts, every client may spend its three retries at once (full jitter over 0-200 ms, then 0-400 ms), so the first ` +
-    `second of the fault carries up to three attempts per client: peak ${fixed(d.peakRatio)}x in the outage, ${fixed(bd.peakRatio)}x ` +
-    `in the brownout. With a floor of 1 the peaks are ${fixed(m1.peakRatio)}x and ${fixed(bm1.peakRatio)}x. In the brownout the ` +
-    `smaller burst also keeps the breakers shut (${bOpen(bd)} of the clients' breakers opened with the defaults, ${bOpen(bm1)} with a ` +
-    `floor of 1), and since a recovered window needs 99 % of its calls answered, even a few clients rejecting on an open circuit ` +
-    `for their 5 s hold recovery back: ${rec(bd)} with the defaults, ${rec(bm1)} with a floor of 1 (none: ${rec(bn)}). Alone, the ` +
-    `lower floor does not help the outage (recovery ${rec(m1)}, success ${pct(m1.successFromFault)}): with fewer failures per ` +
-    `second the breaker opens even later, so it goes with the breaker change below. A floor of 0 would mean no retry at all ` +
-    `for a client under 10 calls per second (the budget checks every suffix of its window, and the last 1 s bucket holds one ` +
-    `call), which is why 1, not 0, is proposed.\n`;
-  md += `2. **\`retry.baseDelayMs: 200\` keeps the one retry in the same second.** Full jitter over 0-200 ms puts the retry of a ` +
-    `call that failed at once (a 503 in the outage) in the same 1 s window as the call; 1000 ms spreads it over the next second. ` +
-    `Together with the breaker change it brings the outage peak to ${fixed(p.peakRatio)}x (target 1.5x).\n`;
-  const br = (r) => r.breaker ?? {};
-  const openedText = (r) => (br(r).firstOpenMedianMs != null
-    ? `${pct(br(r).clientsOpenedInFault, 0)} of the clients opened their breaker during the outage, a median ${(br(r).firstOpenMedianMs / 1000).toFixed(1)} s into it; ` +
-      `${pct(br(r).notClosedAtFaultEnd, 0)} were open or half-open when it ended, and open circuits rejected ${br(r).rejectedAfterFault} calls started after it`
-    : 'no breaker opened');
-  md += `3. **The breaker (failure rate > 0.5 over a 60 s window, \`minSamples: 10\`, \`openMs: 5000\` doubling to 30 s) opens late ` +
-    `and stays open past the fault.** The window still holds the client's successes from before the fault, so a client making about ` +
-    `one attempt a second needs more than ten failures before it opens. Measured with the defaults: ${openedText(d)}. That is too late ` +
-    `to cut the outage's amplification (${fixed(d.amplification)}, cockatiel ${fixed(ck.amplification)}), yet the 5 s open period (doubled ` +
-    `after a failed probe) still rejects calls after the backend is back: outage recovery ${rec(d)}, success ${pct(d.successFromFault)} ` +
-    `against none's ${pct(get('outage', 'none').successFromFault)}. With \`consecutiveFailures: 3\` and a constant 2 s open period ` +
-    `(\`openMs: 2000, maxOpenMs: 2000\`): ${openedText(p)}; amplification ${fixed(p.amplification)}, recovery ${rec(p)}, ` +
-    `success ${pct(p.successFromFault)}.\n\n`;
-  md += `What no choice of defaults reaches here: the brownout's recovery "no slower than none" (none ${rec(bn)}, proposed ${rec(bp)}) ` +
-    `together with the outage's amplification at or below cockatiel's. Sending fewer than half the calls through an outage ` +
-    `needs a breaker that is open for most of it, and a breaker that is open when the fault ends rejects calls that ` +
-    `"none" (which keeps no state) already gets answered; the open period bounds that delay, and 2 s is the trade proposed. ` +
-    `Cockatiel's short outage recovery (${rec(ck)}) comes from its \`halfOpenAfter\` (10 s) matching this fault's length (10 s): ` +
-    `its breakers open a second or two into the fault and probe a second or two after it ends; after a longer outage the same ` +
-    `policy keeps rejecting for up to 10 s once the backend is back. The cost of dropping the doubling (\`maxOpenMs: 2000\`): ` +
-    `through a long outage every client keeps probing every 2 s, about half its normal load, where the doubling would thin that ` +
-    `to one probe per 30 s; with the doubling kept, a client whose probe failed late in the fault stays open for up to twice ` +
-    `its last period after the fault ends, which is what makes the defaults' outage recovery slow.\n\n`;
-  const sch = S.scenarios.map((sc) => [sc.name, get(sc.name, SCHEMA_VARIANT)]).filter(([, r]) => r);
+  md += stormNotes(S);
+  const sch = S.scenarios.map((sc) => [sc.name, stormRow(S, sc.name, SCHEMA_VARIANT)]).filter(([, r]) => r);
   if (sch.length) {
     const each = (f) => sch.map(([n, r]) => `${f(r)} (${n})`).join(', ');
-    md += `The row **${SCHEMA_VARIANT}** is the defaults again with each client polling through \`client.schema(url)\` instead ` +
-      `of \`request()\` (in a batch of its own): the same traffic (amplification ${each((r) => fixed(r.amplification))}; ` +
+    md += `The row **${SCHEMA_VARIANT}** (10 s faults, steady profile) is the defaults again with each client polling through ` +
+      `\`client.schema(url)\` instead of \`request()\`: the same traffic (amplification ${each((r) => fixed(r.amplification))}; ` +
       `peak ${each((r) => `${fixed(r.peakRatio)}x`)}), but a call whose network attempts fail or meet an open circuit is ` +
       `answered with the client's last good copy (\`stale: true\`; kept in memory in Node, LocalStorage in a page): success ` +
       `from fault on ${each((r) => pct(r.successFromFault))}, recovery ${each(rec)}. That is the incident's "last cached UI ` +
-      `schema instead of a blank page", and what this benchmark counts as answered ("data or cached fallback"). The targets ` +
-      `stay measured on \`request()\`, which serves no copy: not every endpoint has a last good answer worth showing.\n\n`;
+      `schema instead of a blank page". The targets stay measured on \`request()\`, which serves no copy.\n\n`;
   }
-  md += `Proposed change to API.md's defaults: \`budget.minRetries\` 3 -> 1, \`retry.baseDelayMs\` 200 -> 1000, ` +
-    `\`breaker.consecutiveFailures\` off -> 3, \`breaker.openMs\` 5000 -> 2000, \`breaker.maxOpenMs\` 30000 -> 2000 ` +
-    `(the last two trade quiet during long outages for recovery after short ones; keep 30000 if long outages matter more).\n`;
   return md;
+}
+
+/** What the run's figures say about each default (text with this run's numbers; a note only where its rows ran). */
+function stormNotes(S) {
+  const get = (sc, st, L = 10000, p = 'steady') => stormRow(S, sc, st, L, p);
+  const amp = (r) => fixed(r.amplification);
+  const br = (r) => r?.breaker ?? {};
+  const notes = [];
+
+  // 1. a page load's first burst in a fault goes out whole
+  const pl = [3000, 10000].map((L) => [L, get('outage', 'stormguard', L, 'page-load'), get('outage', 'cockatiel', L, 'page-load'), get('outage', 'none', L, 'page-load')])
+    .filter(([, sg, ck, no]) => sg && ck && no);
+  if (pl.length) {
+    notes.push(`**A page load's amplification has a floor of about 1 in faults shorter than its period.** A page-load client calls ` +
+      `every 10 s, so in a 3 s or 10 s outage it makes at most one burst, and it makes it with its breakers closed (nothing failed ` +
+      `before): its 6 parallel calls all go out before the first 503 comes back. No client-side setting can send fewer than one ` +
+      `attempt per call there; what is left to choose is how many retries follow. Measured: ` +
+      pl.map(([L, sg, ck, no]) => `${L / 1000} s: stormguard ${amp(sg)}, cockatiel ${amp(ck)}, none ${amp(no)}`).join('; ') +
+      `. stormguard's excess over 1 is the retry budget's floor (\`minRetries\` 3: three of the burst's six failures are retried ` +
+      `once; its breakers then open after the third failure per endpoint)` +
+      (get('outage', 'stormguard-minRetries1', 10000, 'page-load')
+        ? `; with \`minRetries: 1\` it is ${amp(get('outage', 'stormguard-minRetries1', 10000, 'page-load'))} at 10 s.`
+        : '.') +
+      ` The target (<= 0.55) can only be met here by refusing calls that no failure has yet justified, which is not a breaker's job.`);
+  }
+
+  // 2. a short steady outage: the breaker needs 3 failures before it opens
+  const s3 = get('outage', 'stormguard', 3000);
+  const c1 = get('outage', 'stormguard-consecutive1', 3000);
+  if (s3 && c1) {
+    const b1 = get('brownout', 'stormguard-consecutive1', 3000);
+    const b3 = get('brownout', 'stormguard', 3000);
+    const bn = get('brownout', 'none', 3000);
+    notes.push(`**A 3 s outage is over before three failures in a row.** A steady client makes three calls in it; with ` +
+      `\`consecutiveFailures: 3\` its breaker opens only after its third failure (the first call, its retry, the next call), so ` +
+      `most of the fault's attempts are sent: amplification ${amp(s3)} (cockatiel ${amp(get('outage', 'cockatiel', 3000) ?? s3)}). ` +
+      `Opening on the first failure (\`consecutiveFailures: 1\`) measured ${amp(c1)}, peak ${fixed(c1.peakRatio)}x, recovery ${rec(c1)}, ` +
+      `success ${pct(c1.successFromFault)}` +
+      (b1 && b3 && bn ? `; its cost shows in the 3 s brownout, where one slow answer opens the breaker for 2 s: success ` +
+        `${pct(b1.successFromFault)} against the defaults' ${pct(b3.successFromFault)} and none's ${pct(bn.successFromFault)}, recovery ${rec(b1)} (defaults ${rec(b3)})` : '') +
+      `.`);
+  }
+
+  // 3. page loads after an outage: one probe per endpoint, a burst has two calls per endpoint
+  const p10 = get('outage', 'stormguard', 10000, 'page-load');
+  const q10 = get('outage', 'stormguard-probes2', 10000, 'page-load');
+  if (p10 && q10) {
+    const p60 = get('outage', 'stormguard', 60000, 'page-load');
+    const q60 = get('outage', 'stormguard-probes2', 60000, 'page-load');
+    notes.push(`**\`halfOpenProbes: 1\` costs a page load its first burst after an outage.** A half-open endpoint lets one call ` +
+      `through; the burst's second call to the same endpoint, sent at the same moment, is rejected with \`CircuitOpenError\` even ` +
+      `though the backend is back, and each client's next burst can be up to 10 s away. Measured after the 10 s outage: recovery ` +
+      `${rec(p10)}, ${br(p10).rejectedAfterFault ?? '?'} calls rejected after the fault, success ${pct(p10.successFromFault)}; with ` +
+      `\`halfOpenProbes: 2\`: recovery ${rec(q10)}, ${br(q10).rejectedAfterFault ?? '?'} rejected, success ${pct(q10.successFromFault)}` +
+      (p60 && q60 ? ` (60 s outage: ${rec(p60)} against ${rec(q60)}; probe load ${fixed(p60.probeLoad?.share)} against ${fixed(q60.probeLoad?.share)})` : '') +
+      `.`);
+  }
+
+  // 4. the probe load of the 60 s outage, and what a longer open period buys
+  const o60 = get('outage', 'stormguard', 60000);
+  const m8 = get('outage', 'stormguard-maxOpen8000', 60000);
+  const m30 = get('outage', 'stormguard-maxOpen30000', 60000);
+  const o60p = get('outage', 'stormguard', 60000, 'page-load');
+  const ok60p = get('outage', 'stormguard-originKey', 60000, 'page-load');
+  if (o60?.probeLoad) {
+    notes.push(`**Probe load through the 60 s outage.** With the open period a constant 2 s, a steady client probes with the first ` +
+      `call after it: its calls come every second and its probe fails at once, so one attempt every 3 s, a third of its load ` +
+      `(measured ${fixed(o60.probeLoad.share)}; recovery ${rec(o60)}). ` +
+      (m8 && m30 ? `Letting failed probes double the period thins that out and costs recovery: \`maxOpenMs: 8000\` ` +
+        `${fixed(m8.probeLoad?.share)} (recovery ${rec(m8)}), \`30000\` ${fixed(m30.probeLoad?.share)} (recovery ${rec(m30)}). ` : '') +
+      (o60p?.probeLoad ? `A page load probes each of its 3 endpoints with its next burst, one of the two calls per endpoint: ` +
+        `${fixed(o60p.probeLoad.share)} of its load` +
+        (ok60p?.probeLoad ? `; with one breaker for the whole backend (every call passing \`breakerKey\`: the origin) ` +
+          `${fixed(ok60p.probeLoad.share)}, but then a single probe decides for all six calls of a burst: recovery ${rec(ok60p)} ` +
+          `(default keys ${rec(o60p)})` : '') + '.' : ''));
+  }
+
+  // 5. the sensitivity of the 10 s storm to each default
+  const m1 = get('outage', 'stormguard-minRetries1');
+  const c5 = get('outage', 'stormguard-consecutive5');
+  const d10 = get('outage', 'stormguard');
+  if (d10 && (m1 || c5)) {
+    const row = (r) => `amplification ${amp(r)}, peak ${fixed(r.peakRatio)}x, recovery ${rec(r)}, success ${pct(r.successFromFault)}`;
+    notes.push(`**The 10 s outage, one default at a time** (steady; the brownouts are in the sensitivity table): defaults ${row(d10)}` +
+      (m1 ? `; \`minRetries: 1\` ${row(m1)}` : '') + (c5 ? `; \`consecutiveFailures: 5\` ${row(c5)}` : '') +
+      (get('outage', 'stormguard-maxOpen30000') ? `; \`maxOpenMs: 30000\` ${row(get('outage', 'stormguard-maxOpen30000'))}` : '') + '.');
+  }
+  return notes.length ? notes.map((n, i) => `${i + 1}. ${n}`).join('\n') + '\n\n' : '';
 }
 
 function sizePart(res) {

@@ -3,23 +3,106 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixed, kb, mdTable, pct, textTable } from './lib.mjs';
-import { barChart, colorOf, lineChart } from './svg.mjs';
+import { barChart, colorOf, lineChart, panelChart } from './svg.mjs';
+import { VARIANT_OF } from './storm.mjs';
 import { DESCRIPTIONS } from './strategies.mjs';
-
-const RETRYING = ['naive', 'ky', 'cockatiel'];
-// noise allowances when comparing storm rows (stated in the report)
-const TOL = { amplification: 0.05, peak: 0.1, recoveryMs: 500, success: 0.01 };
 
 const sec = (ms) => (ms === null || ms === undefined ? 'never' : `${(ms / 1000).toFixed(1)} s`);
 const neverLabel = (run) => `never (${Math.round((run.runEndMs - run.faultEndMs) / 1000)} s)`;
-const recoveryText = (run) => (run.recoveryMs === null ? neverLabel(run) : sec(run.recoveryMs));
+export const recoveryText = (run) => (run.recoveryMs === null ? neverLabel(run) : sec(run.recoveryMs));
 const recoveryValue = (run) => (run.recoveryMs === null ? Infinity : run.recoveryMs);
+export const lengthLabel = (ms) => `${ms / 1000} s`;
 
-export function stormRow(storm, scenario, strategy) {
-  return storm?.runs.find((r) => r.scenario === scenario && r.strategy === strategy);
+/**
+ * Storm results of runs made before fault lengths and profiles (one 10 s fault, the steady poller)
+ * read as such, so a report can mix sections from different runs.
+ */
+export function normalizeStorm(storm) {
+  if (!storm || storm.lengths) return storm;
+  const faultMs = storm.config?.faultMs ?? 10000;
+  for (const r of storm.runs) {
+    r.faultMs ??= faultMs;
+    r.profile ??= 'steady';
+  }
+  return { ...storm, lengths: [faultMs], profiles: { steady: { name: 'steady', label: 'steady poller (1 call/s per client)' } } };
 }
 
-/** Every target of issue 7, with the measured value and whether it is met. */
+/** The run of `strategy` in `scenario` at a fault length and profile (default: 10 s, steady). */
+export function stormRow(storm, scenario, strategy, faultMs = 10000, profile = 'steady') {
+  return storm?.runs.find((r) => r.scenario === scenario && r.strategy === strategy && r.faultMs === faultMs && r.profile === profile);
+}
+
+/** The (length, profile) cases a storm run has, steady first, shortest first. */
+export function stormCases(storm) {
+  const seen = new Map();
+  for (const r of storm.runs) seen.set(`${r.profile}/${r.faultMs}`, { faultMs: r.faultMs, profile: r.profile });
+  const prank = (p) => (p === 'steady' ? 0 : 1);
+  return [...seen.values()].sort((a, b) => a.faultMs - b.faultMs || prank(a.profile) - prank(b.profile));
+}
+const caseLabel = (c) => `${lengthLabel(c.faultMs)} ${c.profile}`;
+
+// The storm targets of issue 15, for every fault length and both profiles, with request() and the defaults.
+export const STORM_TARGETS = {
+  amplification: { max: 0.55 },
+  peak: { max: 1.5 },
+  recoveryMs: { max: 2000 },
+  success: { outagePoints: 0.03 },
+  probeLoad: { max: 0.5, faultMs: 60000 },
+};
+
+/**
+ * The storm verdicts of `who` (a strategy label): one per target, fault, length and profile, each with
+ * its `row` (the matrix row it belongs to) and `col` (the case).
+ */
+export function stormVerdicts(storm, who = 'stormguard') {
+  const S = normalizeStorm(storm);
+  const out = [];
+  const T = STORM_TARGETS;
+  for (const c of stormCases(S)) {
+    const col = caseLabel(c);
+    const get = (sc, st) => stormRow(S, sc, st, c.faultMs, c.profile);
+    for (const sc of S.scenarios.map((x) => x.name)) {
+      const sg = get(sc, who);
+      if (!sg) continue;
+      const none = get(sc, 'none');
+      const push = (row, target, measured, met) => out.push({ area: 'storm', row, col, scenario: sc, faultMs: c.faultMs, profile: c.profile, target: `${sc} ${col}: ${target}`, measured, met });
+      if (sc === 'outage') {
+        const ck = get(sc, 'cockatiel');
+        const limit = Math.min(T.amplification.max, ck ? ck.amplification : Infinity);
+        push('outage: amplification <= cockatiel\'s and <= 0.55', 'amplification <= cockatiel\'s and <= 0.55',
+          `${fixed(sg.amplification)}${ck ? ` (cockatiel ${fixed(ck.amplification)})` : ''}`, sg.amplification <= limit + 1e-9);
+      }
+      push(`${sc}: peak <= 1.5x`, 'peak 1 s / baseline <= 1.5x', `${fixed(sg.peakRatio)}x`, sg.peakRatio <= T.peak.max + 1e-9);
+      push(`${sc}: recovery <= 2.0 s`, 'recovery <= 2.0 s', recoveryText(sg), recoveryValue(sg) <= T.recoveryMs.max + 1e-9);
+      if (none) {
+        const slack = sc === 'outage' ? T.success.outagePoints : 0;
+        push(`${sc}: success >= none's${slack ? ' - 3 points' : ''}`, `success from the fault on >= none's${slack ? ' - 3 points' : ''}`,
+          `${pct(sg.successFromFault)} (none ${pct(none.successFromFault)})`, sg.successFromFault >= none.successFromFault - slack - 1e-9);
+      }
+      if (sc === 'outage' && c.faultMs === T.probeLoad.faultMs && sg.probeLoad) {
+        push('outage 60 s: probe load <= 0.5 of baseline', 'probe load <= 0.5 of baseline', fixed(sg.probeLoad.share), sg.probeLoad.share <= T.probeLoad.max + 1e-9);
+      }
+    }
+  }
+  return out;
+}
+
+/** The storm verdicts as a matrix: a row per target, a column per (length, profile). */
+export function targetMatrix(storm, who = 'stormguard') {
+  const v = stormVerdicts(storm, who);
+  if (!v.length) return null;
+  const rows = [...new Set(v.map((x) => x.row))];
+  const cols = [...new Set(v.map((x) => x.col))];
+  const cell = (r, c) => v.find((x) => x.row === r && x.col === c);
+  return {
+    head: ['target', ...cols],
+    rows: rows.map((r) => [r, ...cols.map((c) => cell(r, c))]),
+    met: v.filter((x) => x.met).length,
+    total: v.length,
+  };
+}
+
+/** Every target, with the measured value and whether it is met: size and overhead (issue 7), storm (issue 15). */
 export function evaluateTargets(res, who = 'stormguard') {
   const out = [];
   if (res.size && who === 'stormguard') {
@@ -43,48 +126,7 @@ export function evaluateTargets(res, who = 'stormguard') {
       });
     }
   }
-  if (res.storm) {
-    const S = res.storm;
-    const scen = S.scenarios.map((s) => s.name);
-    const get = (sc, st) => stormRow(S, sc, st);
-    const sgOut = get('outage', who);
-    const ckOut = get('outage', 'cockatiel');
-    if (sgOut && ckOut) {
-      out.push({ area: 'storm', target: 'outage: amplification <= cockatiel\'s', measured: `${fixed(sgOut.amplification)} vs ${fixed(ckOut.amplification)}`, met: sgOut.amplification <= ckOut.amplification + 1e-9 });
-    }
-    for (const sc of scen) {
-      const sg = get(sc, who);
-      const none = get(sc, 'none');
-      if (!sg) continue;
-      out.push({ area: 'storm', target: `${sc}: peak <= 1.5 x baseline`, measured: `${fixed(sg.peakRatio)}x`, met: sg.peakRatio <= 1.5 });
-      if (none) {
-        out.push({
-          area: 'storm',
-          target: `${sc}: success share >= none's - 5 points`,
-          measured: `${pct(sg.successFromFault)} vs ${pct(none.successFromFault)}`,
-          met: sg.successFromFault >= none.successFromFault - 0.05,
-        });
-        if (sc.startsWith('brownout')) {
-          out.push({
-            area: 'storm',
-            target: `${sc}: recovery no slower than none (+0.5 s)`,
-            measured: `${recoveryText(sg)} vs ${recoveryText(none)}`,
-            met: recoveryValue(sg) <= recoveryValue(none) + TOL.recoveryMs,
-          });
-        }
-      }
-      const worse = [];
-      for (const o of RETRYING) {
-        const r = get(sc, o);
-        if (!r) continue;
-        if (sg.amplification > r.amplification + TOL.amplification) worse.push(`amplification vs ${o} (${fixed(sg.amplification)} > ${fixed(r.amplification)})`);
-        if (sg.peakRatio > r.peakRatio + TOL.peak) worse.push(`peak vs ${o} (${fixed(sg.peakRatio)} > ${fixed(r.peakRatio)})`);
-        if (recoveryValue(sg) > recoveryValue(r) + TOL.recoveryMs) worse.push(`recovery vs ${o} (${recoveryText(sg)} > ${recoveryText(r)})`);
-        if (sg.successFromFault < r.successFromFault - TOL.success) worse.push(`success vs ${o} (${pct(sg.successFromFault)} < ${pct(r.successFromFault)})`);
-      }
-      out.push({ area: 'storm', target: `${sc}: no worse than naive, ky, cockatiel on any column`, measured: worse.length ? worse.join('; ') : 'no worse on any', met: worse.length === 0 });
-    }
-  }
+  if (res.storm) out.push(...stormVerdicts(res.storm, who));
   return out;
 }
 
@@ -113,15 +155,24 @@ export function summary(res) {
     }
   }
   if (res.storm) {
-    for (const s of res.storm.scenarios) {
-      const r = (st) => stormRow(res.storm, s.name, st);
+    // the rows of the anchors' set-up: 10 s faults, the steady poller (else the first case there is)
+    const S = normalizeStorm(res.storm);
+    const cases = stormCases(S);
+    const c = cases.find((x) => x.faultMs === 10000 && x.profile === 'steady') ?? cases[0];
+    for (const s of S.scenarios) {
+      const r = (st) => stormRow(S, s.name, st, c.faultMs, c.profile);
       const cell = (st, f) => (r(st) ? f(r(st)) : '—');
-      const line = (label, f) => rows.push([`${s.name}: ${label}`, ...['stormguard', 'none', 'naive', 'ky', 'cockatiel'].map((st) => cell(st, f))]);
+      const line = (label, f) => rows.push([`${s.name} ${caseLabel(c)}: ${label}`, ...['stormguard', 'none', 'naive', 'ky', 'cockatiel'].map((st) => cell(st, f))]);
       line('amplification', (x) => fixed(x.amplification));
       line('peak 1 s / baseline', (x) => `${fixed(x.peakRatio)}x`);
       line('recovery', recoveryText);
       line('success from fault on', (x) => pct(x.successFromFault));
       line('max in-flight per client', (x) => String(x.maxInflightPerClient));
+    }
+    for (const p of [...new Set(cases.map((x) => x.profile))]) {
+      const r = (st) => stormRow(S, 'outage', st, 60000, p);
+      if (!r('stormguard')?.probeLoad) continue;
+      rows.push([`outage 60 s ${p}: probe load / baseline`, ...['stormguard', 'none', 'naive', 'ky', 'cockatiel'].map((st) => (r(st)?.probeLoad ? fixed(r(st).probeLoad.share) : '—'))]);
     }
   }
   if (res.memory) {
@@ -232,83 +283,162 @@ function overheadSection(res, charts) {
   return md;
 }
 
+// strategies drawn in the charts (the variants are in the tables)
+const CHARTED = ['none', 'naive', 'ky', 'cockatiel', 'stormguard'];
+const ORDER = ['none', 'naive', 'ky', 'cockatiel', 'stormguard'];
+const rank = (n) => (ORDER.includes(n) ? ORDER.indexOf(n) : ORDER.length);
+const byStrategy = (a, b) => rank(a.strategy) - rank(b.strategy) || a.strategy.localeCompare(b.strategy);
+// the probe load is a figure of long outages (breakers open long enough to probe several times)
+const probeText = (r) => (r.probeLoad && r.scenario === 'outage' && r.faultMs >= 20000 ? fixed(r.probeLoad.share) : '—');
+
 function stormSection(res, charts, anchors) {
-  const S = res.storm;
+  const S = normalizeStorm(res.storm);
   const c = S.config;
   const cap = c.capacity;
-  const load = (c.clients / (c.periodMs / 1000)) / (cap.c / (cap.serviceMs / 1000));
+  const capacity = cap.c / (cap.serviceMs / 1000);
+  const cases = stormCases(S);
+  const profiles = [...new Set(cases.map((x) => x.profile))];
+  const cfgOf = (x) => S.configs?.[`${x.profile}/${x.faultMs}`] ?? c;
+  const steady = cfgOf(cases.find((x) => x.profile === 'steady') ?? cases[0]);
+  const load = (cfg) => ((cfg.clients * (cfg.calls?.length ?? 1)) / (cfg.periodMs / 1000)) / capacity;
   let md = `## 4. Storm\n\n` +
-    `The model of [BENCHMARKS.md](../../shared/BENCHMARKS.md) on the fault server's \`/capacity\` endpoint: C = ${cap.c} slots of ` +
-    `S = ${cap.serviceMs} ms (${cap.c / (cap.serviceMs / 1000)} req/s), a FIFO queue of ${cap.queue}, gateway timeout G = ${cap.gatewayMs} ms ` +
-    `(the backend still spends a slot on a request the gateway already answered 504). ${c.clients} logical clients, each its own ` +
-    `strategy instance (one stormguard client, one cockatiel policy, ... as each would be a browser), each firing one GET every ` +
-    `${c.periodMs} ms from a random phase whether or not its previous call is still running (open loop): baseline load ` +
-    `${fixed(load)} of capacity. ${c.warmupMs / 1000} s warm-up, ${c.faultMs / 1000} s fault, ${c.recoveryMs / 1000} s recovery; then up to ` +
-    `${c.drainMs / 1000} s for the calls still running to settle (any left count as failed).\n\n` +
-    `Faults: **outage** (every request answered 503 at once), **brownout** (${Math.round(0.3 * cap.c)} slots instead of ${cap.c}), ` +
+    `The model of [BENCHMARKS.md](../../shared/BENCHMARKS.md) on the fault server's \`/capacity\` endpoints: C = ${cap.c} slots of ` +
+    `S = ${cap.serviceMs} ms (${capacity} req/s), a FIFO queue of ${cap.queue}, gateway timeout G = ${cap.gatewayMs} ms ` +
+    `(the backend still spends a slot on a request the gateway already answered 504). Each logical client is its own strategy ` +
+    `instance (one stormguard client, one cockatiel policy, ... as each would be a browser) and calls open loop: on schedule ` +
+    `whether or not its previous calls are still running. Two client profiles:\n\n` +
+    profiles.map((p) => {
+      const cfg = cfgOf(cases.find((x) => x.profile === p));
+      return p === 'steady'
+        ? `- **steady**: ${cfg.clients} clients, each polling one GET every ${cfg.periodMs / 1000} s from a random phase (baseline load ${fixed(load(cfg))} of capacity);`
+        : `- **page-load**: ${cfg.clients} clients, each loading a page every ${cfg.periodMs / 1000} s: a burst of ${cfg.calls?.length ?? '?'} parallel GETs to 3 ` +
+          `endpoints (\`/capacity/user\`, \`/capacity/orders\`, \`/capacity/stock\`, two calls each with different queries, so nothing is de-duplicated, ` +
+          `one backend behind them), each client's phase random within its own 1/${cfg.clients} of the period so the baseline per second is flat ` +
+          `(baseline load ${fixed(load(cfg))} of capacity, as the steady poller's).`;
+    }).join('\n') + '\n\n' +
+    `Faults of ${S.lengths.map(lengthLabel).join(', ')}: **outage** (every request answered 503 at once), **brownout** (${Math.round(0.3 * cap.c)} slots instead of ${cap.c}), ` +
     `**brownout-shed** (the same brownout on a server that sheds: a queued request that can no longer finish before its gateway ` +
-    `deadline is dropped and answered 503 instead of wasting a slot, \`shed: "early"\`).\n\n` +
-    `Strategies: ${['none', 'naive', 'ky', 'cockatiel', 'stormguard'].map((n) => `**${n}**: ${DESCRIPTIONS[n]}`).join('; ')}.\n\n` +
+    `deadline is dropped and answered 503 instead of wasting a slot, \`shed: "early"\`). ${steady.warmupMs / 1000} s warm-up, the fault, ` +
+    `${steady.recoveryMs / 1000} s recovery; then up to ${steady.drainMs / 1000} s for the calls still running to settle (any left count as failed).\n\n` +
+    `Strategies: ${['none', 'naive', 'ky', 'cockatiel', 'stormguard'].map((n) => `**${n}**: ${DESCRIPTIONS[n]}`).join('; ')}. ` +
+    `naive and ky run in the 10 s faults only. The variants of stormguard (section "Sensitivity" below) change one default each.\n\n` +
     `Columns: **amplification** = server arrivals in the fault window / logical calls started in it; **peak** = the busiest 1 s ` +
     `window (aligned to the fault's start) from the fault on / the mean arrivals per second over the last 5 s of warm-up; ` +
     `**recovery** = from the fault's end until every following 1 s window (sliding by 100 ms, calls by start time) has a success ratio ` +
     `>= 0.99; **success** = share of the logical calls started from the fault's start to the end that resolved with data within ` +
-    `${c.deadlineMs / 1000} s (stormguard's default deadline, the longest of any strategy); **in-flight** = the most attempts one ` +
-    `client had in flight at once (counted in a wrapper around the global fetch that every strategy, stormguard included, calls).\n\n` +
+    `${c.deadlineMs / 1000} s (stormguard's default deadline, the longest of any strategy); **probe load** = attempts per second sent ` +
+    `by clients whose breaker for that endpoint was open or half-open when they sent them (stormguard: per endpoint, from its ` +
+    `\`breaker\` events; cockatiel: its policy's one breaker), from 10 s into the fault (half-way for shorter ones) to its end, as a ` +
+    `share of the baseline; in an outage every such attempt reaches the server; **in-flight** = the most attempts one client had in ` +
+    `flight at once (counted in a wrapper around the global fetch that every strategy, stormguard included, calls).\n\n` +
     `### Why Node 20 with the package's Node build is faithful\n\n` +
     `\`pkg/node.js\` instantiates the very \`stormguard_bg.wasm\` that browsers load and wraps it with the same \`core.js\`; every ` +
     `policy (deadline, backoff with crypto jitter, budget, breaker, limiter, dedupe) runs in that wasm, and it calls the host's ` +
     `global \`fetch\`, which in Node is undici making real HTTP/1.1 requests over loopback to a real server, with real ` +
     `AbortController aborts (the server sees the disconnects). What differs from a browser is the HTTP client under fetch (undici ` +
-    `instead of Chromium's network stack) and that the ${c.clients} "browsers" share one event loop — which is why the load ` +
+    `instead of Chromium's network stack) and that the "browsers" of a run share one event loop — which is why the load ` +
     `generator's CPU and event-loop lag are reported: they show it kept up. undici's pool per origin has no connection limit, ` +
-    `unlike a browser's 6, so the client side never queues (a browser's per-host limit would only lower what reaches the server). ` +
-    `Each strategy's run has its own server process and its own load-generator process; the runs listed together below ran at ` +
-    `the same time (same machine noise), in groups sized to keep this 2-core machine below saturation.\n\n`;
+    `unlike a browser's 6, so the client side never queues (a browser's per-host limit would only lower what reaches the server; a ` +
+    `page load's 6 calls fit in it). The clients of one load generator do not act as tabs of one browser: ` +
+    `with \`crossTab\` on (the default), a breaker opened by one stormguard client left another client in the same Node ` +
+    `process closed (checked while building this benchmark), so each client keeps its own breakers, as a browser of its own would. Each strategy's run has its own server process and its own load-generator process; the runs ` +
+    `listed together below ran at the same time (same machine noise), in batches of at most five on this 2-core machine.\n\n`;
 
-  const ORDER = ['none', 'naive', 'ky', 'cockatiel', 'stormguard'];
-  const rank = (n) => (ORDER.includes(n) ? ORDER.indexOf(n) : ORDER.length);
+  // the conditions of the whole storm section: how busy the machine was, and how much of it was not this benchmark
+  const batchList = [...new Map(S.runs.filter((r) => r.batch).map((r) => [`${r.scenario}/${r.profile}/${r.faultMs}/${r.group?.join(',')}`, r.batch])).values()];
+  if (batchList.length) {
+    const mean = (f) => batchList.reduce((a, b) => a + f(b), 0) / batchList.length;
+    const max = (f) => Math.max(...batchList.map(f));
+    const lags = S.runs.map((r) => r.loadGen.loopDelayP99Ms).sort((a, b) => a - b);
+    md += `**Conditions of this run.** Over its ${batchList.length} batches the machine had on average ${fixed(mean((b) => b.machineBusyCores), 2)} of ` +
+      `${res.meta.cores} cores busy, of which ${fixed(mean((b) => b.otherCores), 2)} by processes other than this benchmark (at most ` +
+      `${fixed(max((b) => b.otherCores), 2)} in one batch); the load generators' event-loop lag p99 was ${fixed(lags[Math.floor(lags.length / 2)], 0)} ms ` +
+      `at the median run and ${fixed(lags[lags.length - 1], 0)} ms at the worst. Runs with a lag p99 over 50 ms or over 0.3 cores used ` +
+      `by other processes are flagged below; their figures are less reliable than the rest.\n\n`;
+  }
+  if (S.failed?.length) {
+    md += `> **Batches that failed** (their rows are missing): ${S.failed.map((f) => `${f.scenario} ${lengthLabel(f.faultMs)} ${f.profile} [${f.strategies.join(', ')}]: ${f.error}`).join('; ')}.\n\n`;
+  }
+  const starvedAll = [];
   for (const s of S.scenarios) {
-    const runs = S.runs.filter((r) => r.scenario === s.name).sort((a, b) => rank(a.strategy) - rank(b.strategy) || a.strategy.localeCompare(b.strategy));
+    const runs = S.runs.filter((r) => r.scenario === s.name)
+      .sort((a, b) => (a.profile === b.profile ? 0 : a.profile === 'steady' ? -1 : 1) || a.faultMs - b.faultMs || byStrategy(a, b));
+    if (!runs.length) continue;
     md += `### ${s.label}\n\n` + mdTable(
-      ['strategy', 'amplification', 'peak 1 s / baseline', 'recovery', 'success from fault on', 'max in-flight per client', 'load gen CPU / lag p99', 'server CPU / lag p99'],
+      ['fault', 'profile', 'strategy', 'amplification', 'peak 1 s / baseline', 'recovery', 'success from fault on', 'probe load', 'max in-flight per client', 'load gen CPU / lag p99', 'server CPU / lag p99'],
       runs.map((r) => [
+        lengthLabel(r.faultMs), r.profile,
         r.strategy === 'stormguard' ? '**stormguard**' : r.strategy,
-        fixed(r.amplification), `${fixed(r.peakRatio)}x`, recoveryText(r), pct(r.successFromFault), String(r.maxInflightPerClient),
+        fixed(r.amplification), `${fixed(r.peakRatio)}x`, recoveryText(r), pct(r.successFromFault), probeText(r), String(r.maxInflightPerClient),
         `${pct(r.loadGen.cpuShare, 0)} / ${fixed(r.loadGen.loopDelayP99Ms, 0)} ms`, `${pct(r.server.cpuShare, 0)} / ${fixed(r.server.loopDelayP99Ms, 0)} ms`,
       ]),
     ) + '\n\n';
-    const batches = [...new Map(runs.map((r) => [r.group?.join(', ') ?? 'all', r.batch])).entries()];
-    md += `Ran together: ${batches.map(([g, b]) => `[${g}]` + (b ? ` (machine ${fixed(b.machineBusyCores, 1)} of ${res.meta.cores} cores busy, ` +
-      `${fixed(b.otherCores, 2)} by other processes)` : '')).join('; ')}.\n\n`;
+    const batches = [...new Map(runs.map((r) => [`${r.profile}/${r.faultMs}/${r.group?.join(',')}`, r])).values()];
+    md += `Ran together: ${batches.map((r) => `[${lengthLabel(r.faultMs)} ${r.profile}: ${r.group?.join(', ') ?? 'all'}]` + (r.batch ? ` (${fixed(r.batch.machineBusyCores, 1)} of ${res.meta.cores} cores busy, ` +
+      `${fixed(r.batch.otherCores, 2)} by other processes)` : '')).join('; ')}.\n\n`;
     const starved = runs.filter((r) => r.loadGen.loopDelayP99Ms > 50 || (r.batch && r.batch.otherCores > 0.3));
     if (starved.length) {
-      md += `> **Caution:** ${starved.map((r) => r.strategy).join(', ')} ran while the machine was busy (load-generator event-loop ` +
+      starvedAll.push(...starved);
+      md += `> **Caution:** ${starved.map((r) => `${r.strategy} (${lengthLabel(r.faultMs)} ${r.profile})`).join(', ')} ran while the machine was busy (load-generator event-loop ` +
         `lag p99 over 50 ms, or over 0.3 cores used by other processes); their figures are less reliable than the rest.\n\n`;
     }
-    const faultS = s.name === 'outage' ? 'outage' : 'brownout';
-    const shade = [0, c.faultMs / 1000, faultS];
-    charts[`storm-${s.name}-load.svg`] = lineChart({
-      title: `${s.label}: server requests per second / baseline`,
-      xLabel: 's from the fault\'s start (each point a 1 s window, at its middle)', yLabel: 'arrivals / baseline', shade,
-      hLines: [{ y: 1, label: 'baseline' }, { y: 1.5, label: '1.5x' }],
-      series: runs.map((r) => ({ name: r.strategy, dash: r.strategy.includes('(') || r.strategy.includes('-'), points: r.series.map((p) => [p.t + 0.5, p.arrivals / r.baselineRate]) })),
-    });
-    charts[`storm-${s.name}-success.svg`] = lineChart({
-      title: `${s.label}: success ratio of the calls started in each second`,
-      xLabel: 's from the fault\'s start (each point a 1 s window of call starts, at its middle)', yLabel: 'success ratio', shade, yMax: 1.05,
-      series: runs.map((r) => ({ name: r.strategy, dash: r.strategy.includes('(') || r.strategy.includes('-'), points: r.series.map((p) => [p.t + 0.5, p.success]) })),
-    });
-    md += `![${s.name} load](storm-${s.name}-load.svg)\n\n![${s.name} success](storm-${s.name}-success.svg)\n\n`;
+    for (const p of profiles) {
+      const panels = (kind) => S.lengths.map((L) => {
+        const rs = runs.filter((r) => r.profile === p && r.faultMs === L && CHARTED.includes(r.strategy));
+        if (!rs.length) return null;
+        const shade = [0, L / 1000, s.name === 'outage' ? 'outage' : 'brownout'];
+        return kind === 'load'
+          ? lineChart({
+            title: `${lengthLabel(L)} ${s.name === 'outage' ? 'outage' : 'brownout'}`,
+            xLabel: 's from the fault\'s start', yLabel: 'arrivals / baseline', shade, width: 560, height: 300,
+            hLines: [{ y: 1, label: 'baseline' }, { y: 1.5, label: '1.5x' }],
+            series: rs.map((r) => ({ name: r.strategy, points: r.series.map((q) => [q.t + 0.5, q.arrivals / r.baselineRate]) })),
+          })
+          : lineChart({
+            title: `${lengthLabel(L)} ${s.name === 'outage' ? 'outage' : 'brownout'}`,
+            xLabel: 's from the fault\'s start (calls by start time)', yLabel: 'success ratio', shade, yMax: 1.05, width: 560, height: 300,
+            series: rs.map((r) => ({ name: r.strategy, points: r.series.map((q) => [q.t + 0.5, q.success]) })),
+          });
+      }).filter(Boolean);
+      if (!panels('load').length) continue;
+      charts[`storm-${s.name}-${p}-load.svg`] = panelChart({ title: `${s.label}, ${p}: server requests per second / baseline (1 s windows)`, panels: panels('load') });
+      charts[`storm-${s.name}-${p}-success.svg`] = panelChart({ title: `${s.label}, ${p}: success ratio of the calls started in each second`, panels: panels('success') });
+      md += `![${s.name} ${p} load](storm-${s.name}-${p}-load.svg)\n\n![${s.name} ${p} success](storm-${s.name}-${p}-success.svg)\n\n`;
+    }
   }
 
-  const sgRuns = S.runs.filter((r) => r.libStats).sort((a, b) => a.strategy.localeCompare(b.strategy));
+  // the probe load through the 60 s outage
+  const probes = S.runs.filter((r) => r.scenario === 'outage' && r.faultMs === 60000 && r.probeLoad).sort((a, b) => a.profile.localeCompare(b.profile) || byStrategy(a, b));
+  if (probes.length) {
+    md += `### Probe load in the 60 s outage\n\n` +
+      `Attempts per second from clients whose breaker was open or half-open, ${fixed(probes[0].probeLoad.from / 1000, 0)} s into the outage to its end, as a share of the ` +
+      `baseline (target for stormguard's defaults: <= 0.5). A client probing every 2 s per endpoint sends at most half its steady ` +
+      `load; where its calls come less often than the open period, it probes with its next call.\n\n` + mdTable(
+      ['profile', 'strategy', 'probe load / baseline', 'probe attempts / s', 'recovery', 'success from fault on'],
+      probes.map((r) => [r.profile, r.strategy === 'stormguard' ? '**stormguard**' : r.strategy, fixed(r.probeLoad.share), fixed(r.probeLoad.perSecond, 1), recoveryText(r), pct(r.successFromFault)]),
+    ) + '\n\n';
+  }
+
+  // the sensitivity table: one default changed at a time
+  const sens = sensitivityRows(S);
+  if (sens.length) {
+    md += `### Sensitivity: one default changed at a time\n\n` +
+      `stormguard with the defaults beside the same client with one option changed (all else default), each run in the same batches ` +
+      `as the defaults' where the plan put them (10 s faults, steady profile; the \`maxOpenMs\` ones also in the 60 s faults, and ` +
+      `\`halfOpenProbes\` in the 60 s page loads).\n\n` + mdTable(
+      ['fault', 'profile', 'option', 'value', 'amplification', 'peak', 'recovery', 'success from fault on', 'probe load'],
+      sens.map(({ r, option, value }) => [`${r.scenario} ${lengthLabel(r.faultMs)}`, r.profile, option, value, fixed(r.amplification), `${fixed(r.peakRatio)}x`, recoveryText(r), pct(r.successFromFault), probeText(r)]),
+    ) + '\n\n';
+  }
+
+  const sgRuns = S.runs.filter((r) => r.libStats).sort((a, b) => a.scenario.localeCompare(b.scenario) || a.profile.localeCompare(b.profile) || a.faultMs - b.faultMs || a.strategy.localeCompare(b.strategy));
   if (sgRuns.length) {
-    md += `stormguard's own counters (\`stats()\`, summed over its ${c.clients} clients) and its breakers (from the \`breaker\` ` +
-      `events): the share of clients whose breaker opened during the fault, the median time from the fault's start to that first ` +
-      `opening, the share not closed when the fault ended, and the calls started after the fault that an open circuit rejected:\n\n` + mdTable(
-      ['fault', 'client', 'calls', 'attempts', 'retries', 'budget denied', 'deduped', 'opened in fault', 'first open', 'not closed at fault end', 'rejected after fault', 'errors'],
-      sgRuns.map((r) => [r.scenario, r.strategy, r.libStats.requests, r.libStats.attempts, r.libStats.retries, r.libStats.budgetDenied, r.libStats.deduped,
+    md += `### stormguard's own counters\n\n` +
+      `\`stats()\` summed over a run's clients, and its breakers (from the \`breaker\` ` +
+      `events): the share of clients with a breaker opened during the fault, the median time from the fault's start to that first ` +
+      `opening, the share with a breaker not closed when the fault ended, and the calls started after the fault that an open circuit rejected:\n\n` + mdTable(
+      ['fault', 'profile', 'client', 'calls', 'attempts', 'retries', 'budget denied', 'deduped', 'opened in fault', 'first open', 'not closed at fault end', 'rejected after fault', 'errors'],
+      sgRuns.map((r) => [`${r.scenario} ${lengthLabel(r.faultMs)}`, r.profile, r.strategy, r.libStats.requests, r.libStats.attempts, r.libStats.retries, r.libStats.budgetDenied, r.libStats.deduped,
         r.breaker ? pct(r.breaker.clientsOpenedInFault, 0) : '—',
         r.breaker?.firstOpenMedianMs != null ? sec(r.breaker.firstOpenMedianMs) : '—',
         r.breaker ? pct(r.breaker.notClosedAtFaultEnd, 0) : '—',
@@ -318,6 +448,22 @@ function stormSection(res, charts, anchors) {
   }
   if (anchors) md += anchors + '\n\n';
   return md;
+}
+
+/** The sensitivity rows: the defaults and each variant that changes one of them, per fault, length and profile. */
+export function sensitivityRows(S) {
+  const out = [];
+  const variants = Object.keys(VARIANT_OF);
+  for (const sc of S.scenarios.map((x) => x.name)) {
+    for (const c of stormCases(S)) {
+      const vs = variants.map((v) => stormRow(S, sc, v, c.faultMs, c.profile)).filter(Boolean);
+      if (!vs.length) continue;
+      const d = stormRow(S, sc, 'stormguard', c.faultMs, c.profile);
+      if (d) out.push({ r: d, option: 'defaults', value: '' });
+      for (const r of vs) out.push({ r, option: `\`${VARIANT_OF[r.strategy][0]}\``, value: `${VARIANT_OF[r.strategy][2]} (default ${VARIANT_OF[r.strategy][1]})` });
+    }
+  }
+  return out;
 }
 
 // The figures BENCHMARKS.md reports for the anchors (Node 20, ky 1.14.3, cockatiel 3.2.1)
@@ -376,9 +522,14 @@ function memorySection(res) {
  * @param res the run's results
  * @param o.mdPath where RESULTS.md goes; o.chartsDir where the SVGs go; o.chartsRel their path from RESULTS.md
  */
+/** A verdict as a matrix cell: the figure, and whether it meets its target. */
+const cellText = (v, md) => (v ? (v.met ? `${v.measured} yes` : md ? `**${v.measured} no**` : `${v.measured} NO`) : '—');
+
 export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarksLink = '../../shared/BENCHMARKS.md', proposals = '' }) {
   const charts = {};
+  if (res.storm) res.storm = normalizeStorm(res.storm);
   const verdicts = evaluateTargets(res);
+  const matrix = res.storm ? targetMatrix(res.storm) : null;
   const meta = res.meta;
   let md = `# stormguard benchmarks\n\n` +
     `Generated by \`npm run bench${meta.quick ? ' -- --quick' : ''}\` (bench/run.mjs) on ${meta.date}: ${meta.cpu}, ${meta.cores} cores, ` +
@@ -387,7 +538,18 @@ export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarks
     `(${meta.seconds.toFixed(0)} s)${meta.quick ? '. **This is a --quick run: fewer calls, fewer clients, shorter phases; the figures only show that the benchmark runs**' : ''}. ` +
     `The raw figures are in \`results/*.json\`.\n\n`;
   if (meta.mixed) md += `> Note: the sections come from different runs (${meta.mixed}).\n\n`;
-  md += `## Targets (issue 7)\n\n` + mdTable(['area', 'target', 'measured', 'met'], verdicts.map((v) => [v.area, v.target, v.measured, v.met ? 'yes' : '**no**'])) + '\n\n';
+  const other = verdicts.filter((v) => v.area !== 'storm');
+  if (other.length) {
+    md += `## Targets: size and overhead (issue 7)\n\n` + mdTable(['area', 'target', 'measured', 'met'], other.map((v) => [v.area, v.target, v.measured, v.met ? 'yes' : '**no**'])) + '\n\n';
+  }
+  if (matrix) {
+    md += `## Targets: the storm (issue 15)\n\n` +
+      `stormguard with the API.md defaults and \`request()\`, at every fault length and both client profiles: outage amplification ` +
+      `at or below cockatiel's at the same length and <= 0.55; peak 1 s / baseline <= 1.5x; recovery <= 2.0 s after the fault ends; ` +
+      `success from the fault on >= none's - 3 points (brownouts: >= none's); probe load in the 60 s outage <= 0.5 of baseline. ` +
+      `${matrix.met} of ${matrix.total} met.\n\n` +
+      mdTable(matrix.head, matrix.rows.map(([r, ...cells]) => [r, ...cells.map((v) => cellText(v, true))])) + '\n\n';
+  }
   if (proposals) md += proposals + '\n\n';
   const s = summary(res);
   md += `## Summary\n\n` + mdTable(s.head, s.rows) + '\n\n';
@@ -399,5 +561,9 @@ export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarks
   for (const [name, svg] of Object.entries(charts)) writeFileSync(join(chartsDir, name), svg);
   md = md.replace(/\]\(([\w.-]+\.svg)\)/g, (_, f) => `](${chartsRel}${f})`).replace('](../../shared/BENCHMARKS.md)', `](${benchmarksLink})`);
   writeFileSync(mdPath, md.replace(/\n{3,}/g, '\n\n'));
-  return { verdicts, summary: s };
+  const targetTable = matrix
+    ? `storm targets (issue 15), stormguard defaults, request(): ${matrix.met} of ${matrix.total} met\n` +
+      textTable(matrix.head, matrix.rows.map(([r, ...cells]) => [r, ...cells.map((v) => cellText(v, false))]))
+    : null;
+  return { verdicts, summary: s, targetTable };
 }

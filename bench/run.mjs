@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory,hedge] [-- --report-only]
+//   storm filters, for short runs while developing (they write to results/dev/):
+//   [-- --scenarios=outage,brownout] [-- --lengths=3,10,60] [-- --profiles=steady,page-load] [-- --strategies=none,stormguard]
 //
 // Runs every benchmark side by side with raw fetch, ky and cockatiel (and
 // ofetch/axios for size and start-up), writes results/*.json, RESULTS.md with
@@ -28,7 +30,20 @@ const onlyArg = args.find((a) => a.startsWith('--only='));
 const only = args.includes('--report-only') ? [] : onlyArg ? onlyArg.slice('--only='.length).split(',') : SECTIONS;
 for (const s of only) if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS.join(', ')}`);
 
-const outDir = quick ? join(resultsDir, 'quick') : resultsDir;
+const listArg = (name) => {
+  const a = args.find((x) => x.startsWith(`--${name}=`));
+  return a ? a.slice(name.length + 3).split(',').filter(Boolean) : undefined;
+};
+const stormFilter = {
+  scenarios: listArg('scenarios'),
+  lengths: listArg('lengths')?.map((s) => Number(s) * 1000),
+  profiles: listArg('profiles'),
+  strategies: listArg('strategies'),
+};
+const filtered = Object.values(stormFilter).some(Boolean);
+// a filtered run never replaces the full run's figures
+const outDir = filtered ? join(resultsDir, 'dev') : quick ? join(resultsDir, 'quick') : resultsDir;
+const partial = quick || filtered;
 mkdirSync(outDir, { recursive: true });
 const t0 = performance.now();
 const log = (...a) => console.log(...a);
@@ -59,6 +74,7 @@ const meta = {
   dirty: Boolean(tryRun('git', ['status', '--porcelain', '--', 'src', 'pkg-template', 'Cargo.toml'])),
   versions: { ky: version('ky'), cockatiel: version('cockatiel'), ofetch: version('ofetch'), axios: version('axios'), esbuild: version('esbuild') },
   sections: {},
+  stormFilter: filtered ? stormFilter : undefined,
 };
 
 const res = { meta };
@@ -81,7 +97,9 @@ if (only.includes('size')) {
 }
 if (only.includes('startup')) save('startup', await timed('startup', () => runStartup({ quick, log })));
 if (only.includes('overhead')) save('overhead', await timed('overhead', () => runOverhead({ quick, log })));
-if (only.includes('storm')) save('storm', await timed('storm', () => runStorm({ quick, log })));
+if (only.includes('storm')) {
+  save('storm', await timed('storm', () => runStorm({ quick, scenarios: stormFilter.scenarios, filter: stormFilter, log })));
+}
 if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
 if (only.includes('hedge')) save('hedge', await timed('hedge', () => runHedge({ quick, log })));
 
@@ -101,14 +119,17 @@ if (only.length === 0 && existsSync(join(outDir, 'meta.json'))) {
   writeFileSync(join(outDir, 'meta.json'), JSON.stringify(meta, null, 1) + '\n');
 }
 
-const { verdicts, summary } = writeReport(res, {
-  mdPath: quick ? join(outDir, 'RESULTS.md') : join(benchDir, 'RESULTS.md'),
+const mdPath = partial ? join(outDir, 'RESULTS.md') : join(benchDir, 'RESULTS.md');
+const { verdicts, summary, targetTable } = writeReport(res, {
+  mdPath,
   chartsDir: outDir,
-  chartsRel: quick ? '' : 'results/',
-  benchmarksLink: quick ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
+  chartsRel: partial ? '' : 'results/',
+  benchmarksLink: partial ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
   proposals: [proposalsSection(res), hedgeSection(res)].filter(Boolean).join('\n\n'),
 });
 
 log('\n' + summary.text + '\n');
-for (const v of verdicts) log(`${v.met ? 'met    ' : 'NOT MET'}  ${v.target}: ${v.measured}`);
-log(`\n[bench] ${quick ? 'quick' : 'full'} run took ${meta.seconds.toFixed(0)} s; report: ${(quick ? join(outDir, 'RESULTS.md') : join(benchDir, 'RESULTS.md')).replace(root + '/', '')}`);
+if (targetTable) log(targetTable + '\n');
+// the storm's verdicts are all in the table above; its misses are listed again here
+for (const v of verdicts) if (v.area !== 'storm' || !v.met) log(`${v.met ? 'met    ' : 'NOT MET'}  ${v.target}: ${v.measured}`);
+log(`\n[bench] ${quick ? 'quick' : filtered ? 'filtered' : 'full'} run took ${meta.seconds.toFixed(0)} s; report: ${mdPath.replace(root + '/', '')}`);

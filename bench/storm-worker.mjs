@@ -5,8 +5,9 @@
 //
 // Open loop: `clients` logical clients, each one strategy instance (one
 // stormguard client, one cockatiel policy, ... per logical client, as each is
-// a browser in reality), each firing one call every `periodMs` from a random
-// phase whether or not its previous call is still running.
+// a browser in reality), each firing its profile's calls (one, or a page's
+// burst of parallel calls) every `periodMs` from a random phase whether or not
+// its previous calls are still running.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { makeStrategies } from './strategies.mjs';
 import { analyzeStorm } from './storm-metrics.mjs';
@@ -26,6 +27,10 @@ const realFetch = globalThis.fetch;
 const inflight = new Int32Array(cfg.clients);
 const maxInflight = new Int32Array(cfg.clients);
 let attemptsSent = 0;
+// send times of the attempts made while the client's breaker for that endpoint was open or half-open
+// (its probes), for the probe load
+const trippedAttempts = [];
+let tripped = () => false;
 const CLIENT_RE = /[?&]c=(\d+)/;
 globalThis.fetch = function countingFetch(input, init) {
   const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -33,6 +38,7 @@ globalThis.fetch = function countingFetch(input, init) {
   if (!m) return realFetch(input, init);
   const i = Number(m[1]);
   attemptsSent++;
+  if (tripped(i, url)) trippedAttempts.push(now());
   if (++inflight[i] > maxInflight[i]) maxInflight[i] = inflight[i];
   const done = () => {
     inflight[i]--;
@@ -43,11 +49,23 @@ globalThis.fetch = function countingFetch(input, init) {
 };
 
 async function control(path, body) {
-  const res = await realFetch(`${base}${path}`, body === undefined ? {} : {
+  const init = body === undefined ? {} : {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
-  });
+  };
+  // Every control request is idempotent. On a busy machine a kept-alive connection can be closed by the
+  // server just as it is reused (a late keep-alive timer), and undici reports that as "fetch failed":
+  // try again on a new connection.
+  let res;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      res = await realFetch(`${base}${path}`, init);
+      break;
+    } catch (e) {
+      if (attempt === 3) throw new Error(`${path}: ${e.message} (${e.cause?.code ?? e.cause?.message ?? 'no cause'})`);
+    }
+  }
   if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
   return res.json();
 }
@@ -98,11 +116,31 @@ async function run() {
   const make = factories[cfg.strategy];
   if (!make) throw new Error(`unknown strategy ${cfg.strategy}`);
   const clients = [];
-  for (let i = 0; i < cfg.clients; i++) clients.push(await make(cfg.strategyOptions ?? {}, cfg.via));
+  for (let i = 0; i < cfg.clients; i++) clients.push(await make(cfg.strategyOptions ?? {}, cfg.via, cfg.call));
   // stormguard's breaker transitions per client: [ms since t0, to]
   const transitions = clients.map(() => []);
   if (cfg.strategy === 'stormguard') {
-    clients.forEach((c, i) => c.client.on('breaker', (e) => transitions[i].push([now(), e.to])));
+    // each client's breakers as the 'breaker' events leave them: key -> state
+    const states = clients.map(() => new Map());
+    clients.forEach((c, i) => c.client.on('breaker', (e) => {
+      transitions[i].push([now(), e.to]);
+      states[i].set(e.key, e.to);
+    }));
+    // the default breaker key, `${METHOD} ${origin}${pathname}` (every storm call is a GET), or the
+    // origin that the variant passes as breakerKey
+    const keyOf = cfg.call?.breakerKey === 'origin'
+      ? (url) => new URL(url).origin
+      : (url) => {
+        const q = url.indexOf('?');
+        return `GET ${q < 0 ? url : url.slice(0, q)}`;
+      };
+    tripped = (i, url) => {
+      const s = states[i].get(keyOf(url));
+      return s !== undefined && s !== 'closed';
+    };
+  } else if (cfg.strategy === 'cockatiel') {
+    // one breaker per policy (per logical client), whatever the endpoint
+    tripped = (i) => clients[i].breakerState() !== 'closed';
   }
 
   await control('/_reset', {});
@@ -119,11 +157,15 @@ async function run() {
   let settledAll = null;
   t0 = performance.now() + 100;
 
+  const paths = cfg.calls;
   function fire(i) {
+    for (const path of paths) fireOne(i, `${base}${path}&c=${i}`);
+  }
+  function fireOne(i, url) {
     const rec = [i, now(), NaN, false, ''];
     calls.push(rec);
     pending++;
-    clients[i].call(`${base}/capacity?id=storm&c=${i}`).then(
+    clients[i].call(url).then(
       () => {
         rec[2] = now();
         rec[3] = true;
@@ -138,7 +180,7 @@ async function run() {
   }
   // one timer chain per client, at absolute times phase + k * period
   for (let i = 0; i < n; i++) {
-    const phase = Math.random() * periodMs;
+    const phase = cfg.stratified ? ((i + Math.random()) / n) * periodMs : Math.random() * periodMs;
     let k = 0;
     const tick = () => {
       fire(i);
@@ -198,6 +240,16 @@ async function run() {
   const metrics = analyzeStorm({
     calls, arrivals, faultStart, faultEnd, runEnd, deadlineMs: cfg.deadlineMs,
   });
+  // probe load: attempts per second sent while the client's breaker was open or half-open, from 10 s into
+  // the fault (the breakers have reacted) to its end, as a share of the baseline (outage: every attempt
+  // reaches the server, answered 503 at once)
+  let probeLoad = null;
+  if (cfg.strategy === 'stormguard' || cfg.strategy === 'cockatiel') {
+    const from = faultStart + Math.min(10_000, cfg.faultMs / 2);
+    const n = trippedAttempts.filter((t) => t >= from && t < faultEnd).length;
+    const perSecond = (n / (faultEnd - from)) * 1000;
+    probeLoad = { from: from - faultStart, attempts: n, perSecond, share: perSecond / metrics.baselineRate };
+  }
   const cpuSinceGo = process.cpuUsage(cpuGo);
   return {
     ...metrics,
@@ -213,6 +265,7 @@ async function run() {
     unsettled,
     libStats: stats,
     breaker,
+    probeLoad,
     loadGen: {
       cpuMs: (cpu.user + cpu.system) / 1000,
       cpuSinceGoMs: (cpuSinceGo.user + cpuSinceGo.system) / 1000,

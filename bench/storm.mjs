@@ -1,10 +1,16 @@
-// The storm benchmark of ../shared/BENCHMARKS.md: for each scenario, every
-// strategy's run starts at the same moment, each with its own fault server
-// process and its own load generator process (storm-worker.mjs), so the runs
-// see the same machine noise and none can slow another's server.
+// The storm benchmark of ../shared/BENCHMARKS.md: for each fault, fault length
+// and client profile, the strategies of a batch start at the same moment, each
+// with its own fault server process and its own load generator process
+// (storm-worker.mjs), so the runs see the same machine noise and none can slow
+// another's server.
+//
+// Faults last 3 s, 10 s and 60 s, and clients come in two profiles, so that no
+// fixed setting (an open period, a backoff) can be tuned to one fault: the
+// steady poller (one call a second per client) and a page load (a burst of 6
+// parallel calls to 3 endpoints every 10 s per client).
 import os from 'node:os';
 import { join } from 'node:path';
-import { benchDir, busyCoresSince, cpuSnapshot, forkNode, ask, waitExit } from './lib.mjs';
+import { benchDir, busyCoresSince, cpuSnapshot, fixed, forkNode, ask, pct, waitExit } from './lib.mjs';
 import { STORM_STRATEGIES } from './strategies.mjs';
 
 export const SCENARIOS = [
@@ -13,73 +19,125 @@ export const SCENARIOS = [
   { name: 'brownout-shed', label: 'brownout to 30 %, server sheds', fault: 'brownout', factor: 0.3, shed: 'early' },
 ];
 
+/** Fault lengths of the full run; the quick run uses the first. */
+export const FAULT_LENGTHS_MS = [3000, 10000, 60000];
+
+/**
+ * Client profiles. Each logical client fires every path of `calls` at once (in parallel) every `periodMs`,
+ * open loop. The page-load profile has 500 clients so that its mean load (500 x 6 / 10 s = 300 calls/s)
+ * equals the steady poller's (300 x 1/s): 0.75 of the backend's capacity in both. Its 3 endpoints are 3
+ * paths (one breaker each in stormguard), 2 calls each with different queries (so nothing is
+ * de-duplicated).
+ */
+export const PROFILES = {
+  steady: {
+    name: 'steady', label: 'steady poller (1 call/s per client)', clients: 300, periodMs: 1000,
+    calls: ['/capacity?id=storm'],
+  },
+  'page-load': {
+    name: 'page-load', label: 'page load (6 parallel calls to 3 endpoints every 10 s per client)', clients: 500, periodMs: 10000,
+    calls: ['user', 'orders', 'stock'].flatMap((e) => [1, 2].map((n) => `/capacity/${e}?id=storm&n=${n}`)),
+    // each client's phase drawn uniformly within its own 1/clients slice of the period, so the
+    // per-second baseline is flat and the peak measures the strategy, not the draw of the phases
+    stratified: true,
+  },
+};
+
 /** The BENCHMARKS.md set-up; --quick keeps the load at 0.75 of capacity with 120 clients and shorter phases. */
 export function stormConfig(quick) {
   return quick
-    ? { clients: 120, periodMs: 1000, warmupMs: 3000, faultMs: 4000, recoveryMs: 6000, drainMs: 5000,
+    ? { clientsScale: 0.4, warmupMs: 3000, recoveryMs: 6000, drainMs: 5000,
         capacity: { c: 8, serviceMs: 50, gatewayMs: 1000, queue: 80 }, deadlineMs: 20000 }
-    : { clients: 300, periodMs: 1000, warmupMs: 10000, faultMs: 10000, recoveryMs: 20000, drainMs: 25000,
+    : { clientsScale: 1, warmupMs: 10000, recoveryMs: 20000, drainMs: 25000,
         capacity: { c: 20, serviceMs: 50, gatewayMs: 1000, queue: 200 }, deadlineMs: 20000 };
 }
 
 /**
- * Which runs share the machine. All seven at once would need more than this machine's 2 cores in
- * the full run (Node's fetch costs the load generator ~0.7 ms CPU per request), so the full run
- * splits them in two groups of about 1.2 cores each; stormguard runs beside "none" and cockatiel, the
- * rows its targets compare it with, and the schema() variant runs in a batch of its own after them. The
- * quick run (half the clients, no variants) runs all five together.
+ * Variants of stormguard's defaults, run beside them so that RESULTS.md can say by how much a default
+ * holds a figure back (the sensitivity table: 10 s faults, steady profile). `stormguard` itself is
+ * always createClient() with no options.
  */
-export function defaultGroups(quick) {
-  return quick
-    ? [STORM_STRATEGIES]
-    : [['stormguard', 'stormguard-proposed', 'none', 'cockatiel'], ['naive', 'ky', 'stormguard-minRetries1', 'stormguard-adaptive'], [SCHEMA_VARIANT]];
+export const VARIANTS = {
+  'stormguard-minRetries1': { budget: { minRetries: 1 } },
+  'stormguard-consecutive1': { breaker: { consecutiveFailures: 1 } },
+  'stormguard-consecutive5': { breaker: { consecutiveFailures: 5 } },
+  'stormguard-maxOpen8000': { breaker: { maxOpenMs: 8000 } },
+  'stormguard-maxOpen30000': { breaker: { maxOpenMs: 30000 } },
+  // page loads: both calls of a burst to a half-open endpoint go through
+  'stormguard-probes2': { breaker: { halfOpenProbes: 2 } },
+  // page loads: one breaker for the backend (every call passes breakerKey: its origin), not one per path
+  'stormguard-originKey': {},
+};
+/** Per-call settings of a variant, beside its client options. */
+const VARIANT_CALLS = { 'stormguard-originKey': { breakerKey: 'origin' } };
+
+/** Which default each variant changes, and its default value (for the sensitivity table). */
+export const VARIANT_OF = {
+  'stormguard-minRetries1': ['budget.minRetries', '3', '1'],
+  'stormguard-consecutive1': ['breaker.consecutiveFailures', '3', '1'],
+  'stormguard-consecutive5': ['breaker.consecutiveFailures', '3', '5'],
+  'stormguard-maxOpen8000': ['breaker.maxOpenMs', '2000', '8000'],
+  'stormguard-maxOpen30000': ['breaker.maxOpenMs', '2000', '30000'],
+  'stormguard-probes2': ['breaker.halfOpenProbes', '1', '2'],
+  'stormguard-originKey': ['breakerKey (per call)', 'METHOD origin+path', 'origin'],
+};
+
+/**
+ * The defaults again, each logical client polling through schema() instead of request(): what an app
+ * gets from the last-good copy (the incident's cached UI schema) when it polls a document. Full run
+ * only, 10 s faults, steady profile; the targets stay measured on request().
+ */
+export const SCHEMA_VARIANT = 'stormguard-schema';
+
+const BASE = ['none', 'cockatiel', 'stormguard'];
+const SENSITIVITY = ['stormguard-minRetries1', 'stormguard-consecutive5', 'stormguard-maxOpen8000', 'stormguard-maxOpen30000'];
+
+/**
+ * The batches of a run: { faultMs, profile, strategies } per scenario, each batch's runs side by side.
+ * All runs of a batch at once would need more than this machine's 2 cores beyond about five (Node's
+ * fetch costs the load generator ~0.7 ms CPU per request: about 0.3 cores per run with its server),
+ * so no batch has more than five. naive and ky run at 10 s only; the sensitivity variants at 10 s on
+ * the steady profile (and the maxOpenMs ones in the 60 s faults too, where a longer open period pays).
+ */
+export function defaultPlan(quick) {
+  if (quick) return [{ faultMs: FAULT_LENGTHS_MS[0], profile: 'steady', strategies: STORM_STRATEGIES }];
+  const PAGE = ['stormguard-probes2', 'stormguard-originKey'];
+  return [
+    { faultMs: 3000, profile: 'steady', strategies: [...BASE, 'stormguard-consecutive1'] },
+    { faultMs: 3000, profile: 'page-load', strategies: BASE },
+    { faultMs: 10000, profile: 'steady', strategies: [...BASE, 'naive', 'ky'] },
+    { faultMs: 10000, profile: 'steady', strategies: [...SENSITIVITY, SCHEMA_VARIANT] },
+    { faultMs: 10000, profile: 'page-load', strategies: [...BASE, 'naive', 'ky'] },
+    { faultMs: 10000, profile: 'page-load', strategies: [...PAGE, 'stormguard-minRetries1'] },
+    { faultMs: 60000, profile: 'steady', strategies: [...BASE, 'stormguard-maxOpen8000', 'stormguard-maxOpen30000'] },
+    { faultMs: 60000, profile: 'page-load', strategies: [...BASE, ...PAGE] },
+  ];
 }
 
 /** A strategy name, or `label=stormguard{json options}` for a stormguard variant. */
 export function parseStrategy(spec) {
   const m = /^([\w.+-]+)=(\w+)(\{.*\})?$/.exec(spec);
   if (m) return { label: m[1], factory: m[2], options: m[3] ? JSON.parse(m[3]) : {} };
-  if (VARIANTS[spec]) return { label: spec, factory: 'stormguard', options: VARIANTS[spec] };
+  if (VARIANTS[spec]) return { label: spec, factory: 'stormguard', options: VARIANTS[spec], call: VARIANT_CALLS[spec] };
   if (spec === SCHEMA_VARIANT) return { label: spec, factory: 'stormguard', options: {}, via: 'schema' };
   return { label: spec, factory: spec, options: {} };
 }
 
-/**
- * Variants of stormguard's defaults run beside them (full run only), so that RESULTS.md can say by how
- * much a default holds a figure back. `stormguard` itself is always createClient() with no options.
- */
-export const VARIANTS = {
-  // the retry budget's floor per client, 3 -> 1 (nothing else changed)
-  'stormguard-minRetries1': { budget: { minRetries: 1 } },
-  // the proposal: that, a first backoff spread over a second, and a breaker that opens after 3 failures
-  // in a row for a constant 2 s
-  'stormguard-proposed': {
-    budget: { minRetries: 1 },
-    retry: { baseDelayMs: 1000 },
-    breaker: { consecutiveFailures: 3, openMs: 2000, maxOpenMs: 2000 },
-  },
-  // adaptive client-side throttling (issue 9) instead of the binary breaker, other defaults kept
-  'stormguard-adaptive': { breaker: { mode: 'adaptive' } },
-};
+/** `outage 10 s steady`: how a run is named in logs and tables. */
+export const caseName = (r) => `${r.scenario} ${r.faultMs / 1000} s ${r.profile}`;
 
-/**
- * The defaults again, each logical client polling through schema() instead of request(): what an app
- * gets from the last-good copy (the incident's cached UI schema) when it polls a document. Full run
- * only, in a batch of its own; the targets stay measured on request().
- */
-export const SCHEMA_VARIANT = 'stormguard-schema';
-
-async function startRun(strategy, scenario, base) {
-  const server = await forkNode(join(benchDir, 'server-proc.mjs'), [JSON.stringify({})]);
+async function startRun(strategy, scenario, cfgBase) {
+  const server = await forkNode(join(benchDir, 'server-proc.mjs'), [JSON.stringify({ logCap: 400_000 })]);
   const spec = parseStrategy(strategy);
   const cfg = {
-    ...base,
+    ...cfgBase,
     strategy: spec.factory,
     strategyOptions: spec.options,
     via: spec.via,
+    call: spec.call,
     fault: scenario.fault,
     factor: scenario.factor,
-    capacity: { ...base.capacity, shed: scenario.shed },
+    capacity: { ...cfgBase.capacity, shed: scenario.shed },
     url: server.ready.url,
   };
   const worker = await forkNode(join(benchDir, 'storm-worker.mjs'), [JSON.stringify(cfg)]);
@@ -103,6 +161,7 @@ async function finishRun(run) {
   return {
     strategy: spec.label,
     options: spec.options,
+    via: spec.via ?? 'request',
     scenario: run.scenario.name,
     ...msg.result,
     server: {
@@ -114,45 +173,90 @@ async function finishRun(run) {
   };
 }
 
+/** The config of one batch: the set-up, the profile's clients and calls, the fault's length. */
+export function batchConfig(base, { faultMs, profile }) {
+  const p = PROFILES[profile];
+  if (!p) throw new Error(`unknown profile ${profile}; profiles: ${Object.keys(PROFILES).join(', ')}`);
+  return {
+    ...base,
+    profile,
+    clients: Math.round(p.clients * base.clientsScale),
+    periodMs: p.periodMs,
+    calls: p.calls,
+    stratified: Boolean(p.stratified),
+    faultMs,
+  };
+}
+
 /**
- * @param {{ quick: boolean, strategies?: string[], scenarios?: string[], parallel?: number, log?: Function }} o
+ * @param {{ quick: boolean, plan?: object[], scenarios?: string[], filter?: { lengths?: number[], profiles?: string[],
+ *   strategies?: string[] }, log?: Function }} o
  */
-export async function runStorm({ quick, strategies = quick ? STORM_STRATEGIES : [...STORM_STRATEGIES, ...Object.keys(VARIANTS), SCHEMA_VARIANT], scenarios, groups, overrides = {}, log = console.log }) {
+export async function runStorm({ quick, plan = defaultPlan(quick), scenarios, filter = {}, overrides = {}, log = console.log }) {
   const base = { ...stormConfig(quick), ...overrides };
   const chosen = SCENARIOS.filter((s) => !scenarios || scenarios.includes(s.name));
-  groups = (groups ?? defaultGroups(quick))
-    .map((g) => g.filter((s) => strategies.includes(s)))
-    .filter((g) => g.length);
+  plan = plan
+    .filter((b) => !filter.lengths || filter.lengths.includes(b.faultMs))
+    .filter((b) => !filter.profiles || filter.profiles.includes(b.profile))
+    .map((b) => ({ ...b, strategies: b.strategies.filter((s) => !filter.strategies || filter.strategies.includes(s)) }))
+    .filter((b) => b.strategies.length);
   const runs = [];
+  const failed = [];
+  const configs = {};
   for (const scenario of chosen) {
-    for (const group of groups) {
-      log(`[storm] ${scenario.name}: ${group.join(', ')} (${base.clients} clients, ` +
-        `${(base.warmupMs + base.faultMs + base.recoveryMs) / 1000} s each, side by side)`);
-      const started = await Promise.all(group.map((s) => startRun(s, scenario, base)));
-      await Promise.all(started.map((r) => ask(r.server, 'mark')));
+    for (const batch of plan) {
+      const cfg = batchConfig(base, batch);
+      configs[`${batch.profile}/${batch.faultMs}`] = cfg;
+      log(`[storm] ${scenario.name} ${batch.faultMs / 1000} s, ${batch.profile}: ${batch.strategies.join(', ')} (${cfg.clients} clients, ` +
+        `${(cfg.warmupMs + cfg.faultMs + cfg.recoveryMs) / 1000} s each, side by side)`);
+      // a batch that fails (a process that dies, a server that cannot be reached) is reported and the
+      // run goes on: one lost batch should not cost the other twenty minutes of figures
+      let results;
       const snap = cpuSnapshot();
       const cpu0 = process.cpuUsage();
-      for (const r of started) r.worker.send({ type: 'go' });
-      const results = await Promise.all(started.map(finishRun));
+      const startedAll = [];
+      try {
+        const started = await Promise.all(batch.strategies.map(async (s) => {
+          const r = await startRun(s, scenario, cfg);
+          startedAll.push(r);
+          return r;
+        }));
+        await Promise.all(started.map((r) => ask(r.server, 'mark')));
+        Object.assign(snap, cpuSnapshot());
+        Object.assign(cpu0, process.cpuUsage());
+        for (const r of started) r.worker.send({ type: 'go' });
+        results = await Promise.all(started.map(finishRun));
+      } catch (e) {
+        log(`[storm]   batch failed: ${e.message}`);
+        failed.push({ scenario: scenario.name, faultMs: batch.faultMs, profile: batch.profile, strategies: batch.strategies, error: String(e.message) });
+        for (const r of startedAll) {
+          r.worker.kill();
+          await ask(r.server, 'close').catch(() => r.server.kill());
+        }
+        continue;
+      }
       // the whole machine's busy cores over the batch, and how much of it was not this benchmark
       const machine = busyCoresSince(snap);
       const own = results.reduce((s, r) => s + r.loadGen.cpuSinceGoMs + r.server.cpuMs, 0) / (performance.now() - snap.at) +
         (process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1000 / (performance.now() - snap.at);
-      const batch = { machineBusyCores: machine, otherCores: Math.max(0, machine - own) };
+      const batchInfo = { machineBusyCores: machine, otherCores: Math.max(0, machine - own), load: os.loadavg()[0] };
       for (const r of results) {
-        r.group = group.map((g) => parseStrategy(g).label);
-        r.batch = batch;
+        r.faultMs = batch.faultMs;
+        r.profile = batch.profile;
+        r.group = batch.strategies.map((g) => parseStrategy(g).label);
+        r.batch = batchInfo;
       }
-      log(`[storm]   machine: ${machine.toFixed(2)} of ${os.cpus().length} cores busy, ${batch.otherCores.toFixed(2)} by other processes`);
+      log(`[storm]   machine: ${machine.toFixed(2)} of ${os.cpus().length} cores busy, ${batchInfo.otherCores.toFixed(2)} by other processes`);
       for (const r of results) {
-        log(`[storm]   ${r.strategy.padEnd(12)} amp ${r.amplification.toFixed(2)}  peak ${r.peakRatio.toFixed(2)}x  ` +
-          `recovery ${r.recoveryMs === null ? 'never' : (r.recoveryMs / 1000).toFixed(1) + ' s'}  ` +
-          `success ${(100 * r.successFromFault).toFixed(1)} %  in-flight ${r.maxInflightPerClient}  ` +
-          `cpu gen ${(100 * r.loadGen.cpuShare).toFixed(0)} % srv ${(100 * r.server.cpuShare).toFixed(0)} %  ` +
-          `lag p99 gen ${r.loadGen.loopDelayP99Ms.toFixed(0)} ms srv ${r.server.loopDelayP99Ms.toFixed(0)} ms`);
+        log(`[storm]   ${r.strategy.padEnd(24)} amp ${fixed(r.amplification)}  peak ${fixed(r.peakRatio)}x  ` +
+          `recovery ${r.recoveryMs === null ? 'never' : fixed(r.recoveryMs / 1000, 1) + ' s'}  ` +
+          `success ${pct(r.successFromFault)}  ` +
+          `${r.probeLoad && r.faultMs >= 20000 ? `probe ${fixed(r.probeLoad.share)}  ` : ''}in-flight ${r.maxInflightPerClient}  ` +
+          `cpu gen ${pct(r.loadGen.cpuShare, 0)} srv ${pct(r.server.cpuShare, 0)}  ` +
+          `lag p99 gen ${fixed(r.loadGen.loopDelayP99Ms, 0)} ms srv ${fixed(r.server.loopDelayP99Ms, 0)} ms`);
       }
       runs.push(...results);
     }
   }
-  return { config: base, scenarios: chosen, strategies, runs };
+  return { config: base, configs, failed, profiles: PROFILES, lengths: [...new Set(plan.map((b) => b.faultMs))].sort((a, b) => a - b), scenarios: chosen, plan, runs };
 }

@@ -97,27 +97,33 @@ export function makeStrategies({ ky, cockatiel, createClient, fetch: fetchOpt } 
     async cockatiel({ breaker = true, timeoutMs = 3000, maxAttempts = 3, halfOpenAfter = 10_000, consecutive = 5 } = {}) {
       const c = need(cockatiel, 'cockatiel');
       const policies = [c.retry(c.handleAll, { maxAttempts, backoff: new c.ExponentialBackoff() })];
-      if (breaker) {
-        policies.push(c.circuitBreaker(c.handleAll, { halfOpenAfter, breaker: new c.ConsecutiveBreaker(consecutive) }));
-      }
+      const cb = breaker ? c.circuitBreaker(c.handleAll, { halfOpenAfter, breaker: new c.ConsecutiveBreaker(consecutive) }) : null;
+      if (cb) policies.push(cb);
       policies.push(c.timeout(timeoutMs, c.TimeoutStrategy.Aggressive));
       const policy = c.wrap(...policies);
+      const STATES = ['closed', 'open', 'half-open', 'isolated'];
       return {
         call: (url) => policy.execute(({ signal }) => fetchFn(url, { signal }).then(okJson)),
         close: noop,
+        // the policy's one breaker, named as stormguard names its states
+        breakerState: () => (cb ? STATES[cb.state] : 'closed'),
+        breaker: cb,
       };
     },
 
     // via 'schema': the call is client.schema(url), which answers with the last good copy (kept in
     // memory in Node) when the network call fails or the circuit is open; only source 'none' fails.
-    async stormguard(options = {}, via = 'request') {
+    // breakerKey 'origin': every call passes `breakerKey: <origin>`, one breaker for the whole backend
+    // instead of the default one per path.
+    async stormguard(options = {}, via = 'request', { breakerKey } = {}) {
       const client = await need(createClient, 'stormguard')(options);
-      const viaSchema = (url) => client.schema(url).then((r) => {
+      const callOptions = breakerKey === 'origin' ? (url) => ({ breakerKey: new URL(url).origin }) : () => undefined;
+      const viaSchema = (url) => client.schema(url, callOptions(url)).then((r) => {
         if (r.source === 'none') throw r.error ?? new Error('no copy');
         return r.data;
       });
       return {
-        call: via === 'schema' ? viaSchema : (url) => client.request(url),
+        call: via === 'schema' ? viaSchema : (url) => client.request(url, callOptions(url)),
         stats: () => client.stats(),
         close: () => client.close(),
         client,

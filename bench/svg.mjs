@@ -14,6 +14,10 @@ export const COLORS = {
   'stormguard-proposed': '#17becf',
   'stormguard-adaptive': '#bcbd22',
   'stormguard-minRetries1': '#bcbd22',
+  'stormguard-consecutive5': '#e377c2',
+  'stormguard-maxOpen8000': '#2ca02c',
+  'stormguard-maxOpen30000': '#8c564b',
+  'stormguard-probes2': '#17becf',
 };
 const PALETTE = ['#1f77b4', '#17becf', '#bcbd22', '#e377c2', '#2ca02c', '#8c564b'];
 export const colorOf = (name, i = 0) => COLORS[name] ?? PALETTE[i % PALETTE.length];
@@ -135,4 +139,28 @@ export function barChart({ title, bars, unit = '', ref, width = 720, digits = 1 
       `<text x="${width - 44}" y="${m.t + 10 + i * 18}">${esc(label)}</text>\n`;
   });
   return frame(width, height, title, body);
+}
+
+/**
+ * Charts side by side under one title (small multiples): each panel is the SVG text of a chart made
+ * above, nested at its place.
+ * @param {{ title: string, panels: string[], cols?: number }} o
+ */
+export function panelChart({ title, panels, cols = panels.length }) {
+  const size = (svg) => {
+    const m = /^<svg [^>]*width="(\d+)" height="(\d+)"/.exec(svg);
+    return m ? [Number(m[1]), Number(m[2])] : [800, 320];
+  };
+  const sizes = panels.map(size);
+  const w = Math.max(...sizes.map((s) => s[0]));
+  const h = Math.max(...sizes.map((s) => s[1]));
+  const rows = Math.ceil(panels.length / cols);
+  const top = 30;
+  let body = '';
+  panels.forEach((svg, i) => {
+    const x = (i % cols) * w;
+    const y = top + Math.floor(i / cols) * h;
+    body += svg.replace(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" /, `<svg x="${x}" y="${y}" `);
+  });
+  return frame(cols * w, top + rows * h, title, body);
 }

@@ -5,7 +5,7 @@ export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none';
 export interface RetryOptions {
   /** Attempts in all, first included; default 3; 1 = never retry. */
   maxAttempts?: number;
-  /** Default 200. */
+  /** Backoff before retry n: min(maxDelayMs, baseDelayMs * 2^(n-1)); default 1000. */
   baseDelayMs?: number;
   /** Default 8000. */
   maxDelayMs?: number;
@@ -39,11 +39,16 @@ export interface BreakerOptions {
   minSamples?: number;
   /** Opens when failures/samples > failureRate; default 0.5. */
   failureRate?: number;
-  /** Also opens after this many failures in a row; default off. */
-  consecutiveFailures?: number;
-  /** First open period; default 5000. */
+  /** Also opens after this many failures in a row; default 3; false: off (the failure rate alone). */
+  consecutiveFailures?: number | false;
+  /** First open period; default 2000. */
   openMs?: number;
-  /** Each failed half-open probe doubles the open period, up to this; default 30000. */
+  /**
+   * Each failed half-open probe doubles the open period, up to this; default 2000 (a constant 2 s:
+   * through an outage at most one attempt per 2 s per endpoint, back within about 2 s of the
+   * backend). A larger value trades that recovery for a quieter long outage. When unset:
+   * max(2000, openMs).
+   */
   maxOpenMs?: number;
   /** Concurrent probe calls allowed when half-open; default 1. */
   halfOpenProbes?: number;

@@ -390,7 +390,7 @@ async fn retry_after_beyond_the_cap_gives_up_at_once() {
 async fn breaker_opens_then_probes_then_closes() {
     let id = test_id("breaker");
     let client = Client::new(obj(
-        r#"{"retry": false, "breaker": {"minSamples": 4, "openMs": 300, "halfOpenProbes": 1}}"#,
+        r#"{"retry": false, "breaker": {"minSamples": 4, "consecutiveFailures": false, "openMs": 300, "halfOpenProbes": 1}}"#,
     ))
     .unwrap();
     let opts = r#"{"breakerKey": "svc"}"#;

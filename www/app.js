@@ -20,7 +20,7 @@ const SHORT = {
   naive: '300 ms timeout per attempt, then 3 immediate retries, no jitter: what the SDK in the 30-minute incident did.',
   ky: 'ky from npm with its documented retry defaults: 3 attempts, 300 then 600 ms between them, no jitter, 10 s timeout.',
   cockatiel: 'cockatiel from npm: retry 3 attempts with exponential backoff, a breaker that opens for 10 s after 5 failures in a row, 3 s timeout.',
-  stormguard: 'stormguard createClient() with its defaults: jittered backoff, a retry budget, a breaker per endpoint, a concurrency limit.',
+  stormguard: 'stormguard createClient() with its defaults: jittered backoff (1 s base), a retry budget, a breaker per endpoint (opens after 3 failures in a row, probes every 2 s), a concurrency limit.',
 };
 const WINDOW_S = 60; // charts: the last minute
 const FIG_S = 5; // figures: the last 5 s
@@ -482,7 +482,7 @@ const WHY = {
   naive: 'naive gives each attempt 300 ms, then retries at once: a slow answer becomes four requests that all join the same queue, and the queue never empties.',
   ky: 'ky retries after 300 ms and then 600 ms, the same delays for every client, so the retries arrive together in waves.',
   cockatiel: 'cockatiel retries with backoff; a client\'s breaker opens for 10 s after 5 failures in a row, then lets calls through all at once.',
-  stormguard: 'stormguard spends at most a small retry budget (3 + 10 % of calls per 10 s), spreads retries with random backoff, and a client\'s breaker stops sending while most calls fail.',
+  stormguard: 'stormguard spends at most a small retry budget (3 + 10 % of calls per 10 s), spreads retries with random backoff over a second or two, and a client\'s breaker opens after 3 failures in a row: it sends nothing for 2 s, then one probe, until the backend answers.',
 };
 
 function explain(r) {
@@ -739,12 +739,12 @@ document.body.dataset.phase = 'reset capacity';
 applyCap(await control('/_capacity', { mode: 'normal' }));
 
 document.body.dataset.phase = 'layout panel';
-const LAYOUT_OPTIONS = { breaker: { windowMs: 10_000, minSamples: 3 } };
-$('layout-options').textContent = `This screen's client: createClient(${JSON.stringify(LAYOUT_OPTIONS)}): a 10 s window so the ` +
-  'breaker reacts within a 10 s fault at one call a second (the defaults look at the last 60 s and need 10 samples).';
+$('layout-options').textContent = 'This screen\'s client: createClient() with the defaults. A failed call is retried after ' +
+  'a random wait of up to 1 s, then up to 2 s, within a budget of 3 retries plus 10 % of the calls in any 10 s; after 3 failures ' +
+  'in a row the breaker opens and the screen sends nothing for 2 s, then one probe: at most one request per 2 s through an ' +
+  'outage, and the live layout back within about 2 s of the backend.';
 const layout = await startLayoutPanel($('layout-panel'), {
   createClient,
-  options: LAYOUT_OPTIONS,
   onCall: () => {
     bucket(curSec()).calls++;
     S.totalCalls++;

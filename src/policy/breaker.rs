@@ -517,9 +517,14 @@ mod tests {
 
     const K: &str = "GET https://api.example/x";
 
+    /// The failure-rate rule alone, with a 5 s open period doubling to
+    /// 30 s: the mechanics these tests check, whatever the defaults are.
     fn cfg() -> BreakerConfig {
         BreakerConfig {
             min_samples: 4,
+            consecutive_failures: None,
+            open_ms: 5000.0,
+            max_open_ms: 30_000.0,
             ..BreakerConfig::default()
         }
     }
@@ -629,6 +634,34 @@ mod tests {
         assert_eq!(b.state(K, 0.0), State::Closed);
         call(&mut b, K, Sample::Failure, 0.0).unwrap();
         assert_eq!(b.state(K, 0.0), State::Open);
+    }
+
+    #[test]
+    fn defaults_open_after_3_in_a_row_and_probe_every_2_s() {
+        let mut b = Breakers::new(BreakerConfig::default());
+        // Well under minSamples (10): the run of 3 opens it, not the rate.
+        for _ in 0..2 {
+            call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        }
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        assert_eq!(b.state(K, 0.0), State::Open);
+        assert_eq!(b.acquire(K, 500.0, 0.5), Err(1500.0));
+        // Every failed probe opens it again for 2 s, never longer.
+        let mut now = 0.0;
+        for _ in 0..5 {
+            now += 2000.0;
+            assert_eq!(b.state(K, now), State::HalfOpen);
+            let p = b.acquire(K, now, 0.5).unwrap();
+            assert_eq!(p, Permit::Probe);
+            b.record(K, p, Sample::Failure, now);
+            assert_eq!(b.acquire(K, now, 0.5), Err(2000.0));
+        }
+        // A probe that succeeds closes it.
+        now += 2000.0;
+        let p = b.acquire(K, now, 0.5).unwrap();
+        b.record(K, p, Sample::Success, now);
+        assert_eq!(b.state(K, now), State::Closed);
     }
 
     #[test]

@@ -134,9 +134,11 @@ mod tests {
     use super::*;
     use crate::policy::options::{Jitter, DEFAULT_STATUSES};
 
+    /// No jitter and a 200 ms base, so every wait below is exact.
     fn cfg() -> RetryConfig {
         RetryConfig {
             jitter: Jitter::None,
+            base_delay_ms: 200.0,
             ..RetryConfig::default()
         }
     }

@@ -10,7 +10,9 @@
 //! * `budget.windowMs` and `breaker.windowMs` are at least 1 (a window of
 //!   0 ms holds nothing to count);
 //! * `breaker.maxOpenMs` must be >= `openMs`; when absent it is
-//!   `max(30000, openMs)`, so raising `openMs` alone is valid;
+//!   `max(2000, openMs)`, so raising `openMs` alone is valid;
+//! * `breaker.consecutiveFailures` is a count or `false` (off); absent, it
+//!   is the default 3;
 //! * `storage.maxEntryBytes` is an integer >= 1;
 //! * every integer option is at most 2^31-1;
 //! * `retry.statuses` and `retry.methods` may be empty lists (retry nothing;
@@ -77,7 +79,8 @@ impl Jitter {
     }
 }
 
-/// A sub-option that may be absent (defaults), `false` (off) or an object.
+/// An option that may be absent (defaults), `false` (off) or a value: a
+/// sub-option object, or `breaker.consecutiveFailures`'s count.
 #[derive(Debug, Clone, Default)]
 pub enum Toggle<T> {
     #[default]
@@ -110,7 +113,7 @@ pub struct RawBreaker {
     pub window_ms: Option<f64>,
     pub min_samples: Option<f64>,
     pub failure_rate: Option<f64>,
-    pub consecutive_failures: Option<f64>,
+    pub consecutive_failures: Toggle<f64>,
     pub open_ms: Option<f64>,
     pub max_open_ms: Option<f64>,
     pub half_open_probes: Option<f64>,
@@ -227,7 +230,7 @@ impl Default for RetryConfig {
     fn default() -> Self {
         Self {
             max_attempts: 3,
-            base_delay_ms: 200.0,
+            base_delay_ms: 1000.0,
             max_delay_ms: 8000.0,
             jitter: Jitter::Full,
             statuses: DEFAULT_STATUSES.to_vec(),
@@ -345,9 +348,9 @@ impl Default for BreakerConfig {
             window_ms: 60_000.0,
             min_samples: 10,
             failure_rate: 0.5,
-            consecutive_failures: None,
-            open_ms: 5000.0,
-            max_open_ms: 30_000.0,
+            consecutive_failures: Some(3),
+            open_ms: 2000.0,
+            max_open_ms: 2000.0,
             half_open_probes: 1,
             adaptive_k: None,
         }
@@ -394,10 +397,16 @@ impl BreakerConfig {
                     ))
                 }
             })?,
-            consecutive_failures: raw
-                .consecutive_failures
-                .map(|v| count("breaker.consecutiveFailures", v, 1.0, MAX_DURATION_MS))
-                .transpose()?,
+            consecutive_failures: match raw.consecutive_failures {
+                Toggle::Default => d.consecutive_failures,
+                Toggle::Off => None,
+                Toggle::On(v) => Some(count(
+                    "breaker.consecutiveFailures",
+                    v,
+                    1.0,
+                    MAX_DURATION_MS,
+                )?),
+            },
             open_ms,
             max_open_ms,
             half_open_probes: or(raw.half_open_probes, d.half_open_probes, |v| {
@@ -732,7 +741,7 @@ mod tests {
         assert_eq!(c.deadline_ms, 20_000.0);
         let r = c.retry.as_ref().unwrap();
         assert_eq!(r.max_attempts, 3);
-        assert_eq!((r.base_delay_ms, r.max_delay_ms), (200.0, 8000.0));
+        assert_eq!((r.base_delay_ms, r.max_delay_ms), (1000.0, 8000.0));
         assert_eq!(r.jitter, Jitter::Full);
         assert_eq!(r.statuses, vec![408, 429, 500, 502, 503, 504]);
         assert_eq!(r.methods, vec!["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
@@ -744,8 +753,8 @@ mod tests {
         assert_eq!(br.window_ms, 60_000.0);
         assert_eq!(br.min_samples, 10);
         assert_eq!(br.failure_rate, 0.5);
-        assert_eq!(br.consecutive_failures, None);
-        assert_eq!((br.open_ms, br.max_open_ms), (5000.0, 30_000.0));
+        assert_eq!(br.consecutive_failures, Some(3));
+        assert_eq!((br.open_ms, br.max_open_ms), (2000.0, 2000.0));
         assert_eq!(br.half_open_probes, 1);
         assert_eq!(c.concurrency, Some(LimiterConfig { max: 6, queue: 100 }));
         assert!(c.dedupe);
@@ -1076,7 +1085,7 @@ mod tests {
     fn breaker_counts_are_integers_from_1() {
         let c = breaker(RawBreaker {
             min_samples: Some(1.0),
-            consecutive_failures: Some(1.0),
+            consecutive_failures: Toggle::On(1.0),
             half_open_probes: Some(1.0),
             ..Default::default()
         })
@@ -1101,7 +1110,7 @@ mod tests {
                 ),
                 (
                     RawBreaker {
-                        consecutive_failures: Some(bad),
+                        consecutive_failures: Toggle::On(bad),
                         ..Default::default()
                     },
                     "breaker.consecutiveFailures",
@@ -1125,6 +1134,32 @@ mod tests {
                 rejects(breaker(raw), option);
             }
         }
+    }
+
+    #[test]
+    fn consecutive_failures_defaults_to_3_and_false_turns_it_off() {
+        let run = |t: Toggle<f64>| {
+            breaker(RawBreaker {
+                consecutive_failures: t,
+                ..Default::default()
+            })
+            .unwrap()
+            .breaker
+            .unwrap()
+            .consecutive_failures
+        };
+        assert_eq!(run(Toggle::Default), Some(3));
+        assert_eq!(run(Toggle::Off), None);
+        assert_eq!(run(Toggle::On(5.0)), Some(5));
+        // `false` turns off only the count: the failure-rate rule stays on.
+        let c = breaker(RawBreaker {
+            consecutive_failures: Toggle::Off,
+            ..Default::default()
+        })
+        .unwrap()
+        .breaker
+        .unwrap();
+        assert_eq!((c.failure_rate, c.min_samples), (0.5, 10));
     }
 
     #[test]
@@ -1155,10 +1190,12 @@ mod tests {
         assert_eq!((c.open_ms, c.max_open_ms), (0.0, 0.0));
         let c = open(Some(60_000.0), None).unwrap().breaker.unwrap();
         assert_eq!((c.open_ms, c.max_open_ms), (60_000.0, 60_000.0));
-        let c = open(None, Some(5000.0)).unwrap().breaker.unwrap();
-        assert_eq!((c.open_ms, c.max_open_ms), (5000.0, 5000.0));
+        let c = open(Some(1000.0), None).unwrap().breaker.unwrap();
+        assert_eq!((c.open_ms, c.max_open_ms), (1000.0, 2000.0));
+        let c = open(None, Some(30_000.0)).unwrap().breaker.unwrap();
+        assert_eq!((c.open_ms, c.max_open_ms), (2000.0, 30_000.0));
         rejects(open(Some(6000.0), Some(5999.0)), "breaker.maxOpenMs");
-        rejects(open(None, Some(4999.0)), "breaker.maxOpenMs");
+        rejects(open(None, Some(1999.0)), "breaker.maxOpenMs");
         for bad in [-1.0, 0.5, MAX_DURATION_MS + 1.0]
             .into_iter()
             .chain(NOT_FINITE)

@@ -75,6 +75,18 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// `number | false`: absent is the default, `false` turns it off.
+    pub fn num_or_off(&self, k: &str) -> Result<Toggle<f64>, OptionsError> {
+        match self.value(k)? {
+            None => Ok(Toggle::Default),
+            Some(v) if v.as_bool() == Some(false) => Ok(Toggle::Off),
+            Some(v) => v
+                .as_f64()
+                .map(Toggle::On)
+                .ok_or_else(|| err(&join(self.prefix, k), "must be a number or false")),
+        }
+    }
+
     pub fn bool(&self, k: &str) -> Result<Option<bool>, OptionsError> {
         match self.value(k)? {
             None => Ok(None),
@@ -221,7 +233,7 @@ pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
                 window_ms: r.num("windowMs")?,
                 min_samples: r.num("minSamples")?,
                 failure_rate: r.num("failureRate")?,
-                consecutive_failures: r.num("consecutiveFailures")?,
+                consecutive_failures: r.num_or_off("consecutiveFailures")?,
                 open_ms: r.num("openMs")?,
                 max_open_ms: r.num("maxOpenMs")?,
                 half_open_probes: r.num("halfOpenProbes")?,

@@ -45,6 +45,36 @@ test('HttpError fields and fetch() drop-in in Node', async () => {
   assert.equal(res.status, 404, 'fetch() resolves whatever the status');
 });
 
+test('breaker defaults: 3 failures in a row open it for 2 s; consecutiveFailures false leaves it to the rate', async () => {
+  const { CircuitOpenError, OptionsError } = await import('../../pkg/node.js');
+  const url = `${server.url}/status/503?id=node-breaker-defaults`;
+  const client = await createClient({ retry: false });
+  for (let i = 0; i < 3; i++) await assert.rejects(client.request(url), HttpError);
+  const [b] = client.breakers();
+  assert.equal(b.state, 'open', 'open after the third failure in a row, well under minSamples (10)');
+  assert.ok(b.openForMs > 1000 && b.openForMs <= 2000, `open for ${b.openForMs} ms`);
+  await assert.rejects(client.request(url), (e) => {
+    assert.ok(e instanceof CircuitOpenError);
+    assert.ok(e.retryInMs > 0 && e.retryInMs <= 2000, `retryInMs ${e.retryInMs}`);
+    return true;
+  });
+  assert.equal((await log('node-breaker-defaults')).length, 3, 'the rejected call sent nothing');
+
+  const off = await createClient({ retry: false, breaker: { consecutiveFailures: false } });
+  for (let i = 0; i < 9; i++) await assert.rejects(off.request(url), HttpError);
+  assert.equal(off.breakers()[0].state, 'closed', 'nine failures: under minSamples, and no run rule');
+  await assert.rejects(off.request(url), HttpError);
+  assert.equal(off.breakers()[0].state, 'open', 'the tenth sample opens it by the failure rate');
+
+  for (const bad of [true, '3', 0, 2.5]) {
+    await assert.rejects(createClient({ breaker: { consecutiveFailures: bad } }), (e) => {
+      assert.ok(e instanceof OptionsError, String(bad));
+      assert.equal(e.option, 'breaker.consecutiveFailures');
+      return true;
+    });
+  }
+});
+
 test('a finished call keeps no Node process alive (attempt and breaker timers are unref\'d)', async () => {
   const { execFile } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');

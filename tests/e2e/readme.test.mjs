@@ -82,6 +82,7 @@ function rustValue(expr) {
   if (expr === 'true' || expr === 'false') return expr === 'true';
   if (expr === 'None') return { words: 'off' };
   if (/^Some\(\w+::default\(\)\)$/.test(expr)) return { words: 'on' };
+  if (/^Some\([\d_]+\)$/.test(expr)) return Number(expr.slice(5, -1).replace(/_/g, ''));
   let m = /^Jitter::(\w+)$/.exec(expr);
   if (m) return m[1].toLowerCase();
   m = /^"([^"]*)"\.to_owned\(\)$/.exec(expr);

@@ -410,6 +410,8 @@ export async function startServer({
     const { pathname, query, req } = ctx;
     if (pathname.startsWith('/_')) return control(ctx);
     if (pathname.startsWith('/status/')) return statusEndpoint(ctx);
+    // /capacity/<name>: more endpoints (paths, so a client keeps a breaker per endpoint) of one backend
+    if (pathname.startsWith('/capacity/')) return capacityArrival(ctx);
     if (!ENDPOINTS.has(pathname)) return staticOr404(ctx);
 
     switch (pathname) {

@@ -532,6 +532,14 @@ test('/capacity: c=2, serviceMs=100, gatewayMs=150, queue=10, 10 concurrent -> 5
     assert.equal(st3.filter(([x]) => x === 200).length, 3);
     assert.deepEqual(st3.filter(([x]) => x === 503), [[503, '3'], [503, '3'], [503, '3']]);
 
+    // /capacity/<name>: other endpoints of the same backend, logged under their own path
+    await fetch(`${url}/_capacity`, { method: 'POST', body: JSON.stringify({ queue: 10, resetCounters: true, retryAfter: null }) });
+    const named = await Promise.all(['a', 'b', 'b'].map((n) => fetch(`${url}/capacity/${n}?id=cap-named`).then(async (r) => (await r.arrayBuffer(), r.status))));
+    assert.deepEqual(named, [200, 200, 200]);
+    assert.equal((await (await fetch(`${url}/_capacity`)).json()).arrivals, 3, 'one backend counts them all');
+    const paths = (await (await fetch(`${url}/_log?id=cap-named`)).json()).map((e) => e.path).sort();
+    assert.deepEqual(paths, ['/capacity/a', '/capacity/b', '/capacity/b']);
+
     // outage (status and reset) and brownout
     await fetch(`${url}/_capacity`, { method: 'POST', body: JSON.stringify({ mode: 'outage', resetCounters: true }) });
     const o = await fetch(`${url}/capacity`);

@@ -24,13 +24,13 @@ export async function options(): Promise<void> {
     gatewayTimeoutMs: 5000,
     deadlineMs: 20000,
     retry: {
-      maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 8000, jitter: 'decorrelated',
+      maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 8000, jitter: 'decorrelated',
       statuses: [503], methods: ['GET'], retryAfter: true, maxRetryAfterMs: 30000,
     },
     budget: { ratio: 0.1, minRetries: 3, windowMs: 10000 },
     breaker: {
-      windowMs: 60000, minSamples: 10, failureRate: 0.5, consecutiveFailures: 5,
-      openMs: 5000, maxOpenMs: 30000, halfOpenProbes: 1,
+      windowMs: 60000, minSamples: 10, failureRate: 0.5, consecutiveFailures: 3,
+      openMs: 2000, maxOpenMs: 2000, halfOpenProbes: 1,
     },
     concurrency: { max: 6, queue: 100 },
     dedupe: true,
@@ -41,6 +41,7 @@ export async function options(): Promise<void> {
   await createClient({});
   await createClient({ retry: false, budget: false, breaker: false, concurrency: false, storage: false });
   for (const jitter of ['full', 'equal', 'decorrelated', 'none'] as const) await createClient({ retry: { jitter } });
+  await createClient({ breaker: { consecutiveFailures: false } });
 
   const hedged = await createClient({ hedge: { afterMs: 'p95', max: 2 } });
   await createClient({ hedge: { afterMs: 150 } });
@@ -64,6 +65,8 @@ export async function options(): Promise<void> {
   await createClient({ headers: { 'x-n': 1 } });
   // @ts-expect-error statuses are numbers
   await createClient({ retry: { statuses: ['503'] } });
+  // @ts-expect-error consecutiveFailures is a count or false
+  await createClient({ breaker: { consecutiveFailures: true } });
   // @ts-expect-error dedupe is a boolean
   await createClient({ dedupe: 'yes' });
   // @ts-expect-error storage: true is not an option
