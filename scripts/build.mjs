@@ -47,6 +47,17 @@ run('wasm-bindgen', [
   join(root, 'target/wasm32-unknown-unknown/release/stormguard.wasm'),
 ]);
 
+// Float formatting (core::fmt::float, flt2dec: about 21 KB raw) must never be
+// linked: an f64 formatted anywhere in the crate pulls it in. The names are
+// still in the module here (wasm-opt strips them below).
+const linked = readFileSync(wasmOut).toString('latin1');
+const forbidden = ['flt2dec', 'fmt::float'].filter((name) => linked.includes(name));
+if (forbidden.length) {
+  console.error(`[build] the wasm links float formatting (${forbidden.join(', ')}): an f64 is formatted ` +
+    'somewhere (format!, to_string, {:?} of a float); write it another way (src/text.rs).');
+  process.exit(1);
+}
+
 const before = statSync(wasmOut).size;
 run(join(root, 'node_modules/.bin/wasm-opt'), [
   '-Oz', '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
