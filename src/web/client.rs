@@ -9,12 +9,13 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 
+use super::call::Call;
+use super::call::{Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::Obj;
 use super::crosstab::CrossTab;
-use super::engine::{Call, Engine, Listener};
+use super::engine::{Engine, Listener};
 use super::errors::CallError;
-use super::fetch::{Mode, ResponseType, Target};
 use super::host::{assign, instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
 use super::options::{
     pair_of, pairs, read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader,

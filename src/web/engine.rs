@@ -12,13 +12,13 @@ use js_sys::Function;
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
+use super::call::{Call, Mode, ResponseType};
 use super::cancel::{gate_timer, Alarm, Cancel, CancelReason, EventLink, Gate, OnAbort, Wake};
 use super::convert::Obj;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
 use super::errors::{CallError, ErrorKind};
-use super::fetch::{self, AttemptEnd, Mode, ResponseType, Target};
-use super::hedge::Decided;
+use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
 use super::vecmap::VecMap;
 use crate::policy::backoff::{parse_retry_after, Backoff};
@@ -28,42 +28,8 @@ use crate::policy::classify::{plan_retry, sample, Outcome, RetryDenied, RetryInp
 use crate::policy::deadline::Deadline;
 use crate::policy::latency::Latencies;
 use crate::policy::limiter::{Acquire, Limiter, WaiterId};
-use crate::policy::options::{BreakerConfig, CallConfig, ClientConfig, RetryConfig};
+use crate::policy::options::{BreakerConfig, ClientConfig, RetryConfig};
 use crate::policy::stats::Stats;
-
-/// Everything one logical call needs, fixed before its first attempt.
-pub struct Call {
-    pub request_id: String,
-    pub method: String,
-    /// The absolute URL without userinfo, for events.
-    pub url: String,
-    /// What every attempt sends.
-    pub target: Target,
-    pub mode: Mode,
-    pub cfg: CallConfig,
-    pub has_key: bool,
-    pub breaker_key: String,
-    pub cancel: Cancel,
-    /// Set for `request()` GET/HEAD calls that may share a flight (never
-    /// shared between calls that differ in `prefer_cache`).
-    pub dedupe_key: Option<String>,
-    /// `schema()`: an offline host or a Retry-After cooldown fails the call
-    /// at once (the cache answers) instead of waiting, as an open breaker
-    /// does.
-    pub prefer_cache: bool,
-    /// `fetch()`'s caller signal, which every attempt's request also
-    /// follows: once the call resolves, it can still abort the Response's
-    /// body, as with the host's own fetch.
-    pub body_signal: Option<AbortSignal>,
-}
-
-impl Call {
-    /// GET and HEAD: what they fetch is named by the URL (and headers)
-    /// alone, so they may share a flight and a default cache key.
-    pub fn named_by_url(&self) -> bool {
-        self.method == "GET" || self.method == "HEAD"
-    }
-}
 
 pub struct Listener {
     pub id: u32,

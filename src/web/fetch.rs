@@ -9,11 +9,11 @@ use std::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{AbortSignal, Headers, Request, RequestInit};
+use web_sys::{AbortSignal, RequestInit};
 
+use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::{Alarm, Either, Race, Stop};
 use super::convert::get;
-use super::engine::Call;
 use super::host::{
     assign, either_signal, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
@@ -72,77 +72,6 @@ async fn settle_any(v: JsValue) -> Result<JsValue, JsValue> {
     settle(to_promise(&v)).await
 }
 
-/// What a call resolves with.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ResponseType {
-    Json,
-    Text,
-    Bytes,
-    Response,
-}
-
-impl ResponseType {
-    pub fn name(self) -> &'static str {
-        match self {
-            ResponseType::Json => "json",
-            ResponseType::Text => "text",
-            ResponseType::Bytes => "bytes",
-            ResponseType::Response => "response",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ResponseType> {
-        match s {
-            "json" => Some(ResponseType::Json),
-            "text" => Some(ResponseType::Text),
-            "bytes" => Some(ResponseType::Bytes),
-            "response" => Some(ResponseType::Response),
-            _ => None,
-        }
-    }
-}
-
-/// What every attempt of a call sends.
-pub enum Target {
-    /// `fetch(url, init)` with the call's own init, whose signal is set anew
-    /// for each attempt: a call without a body builds no Request at all.
-    Url {
-        url: JsValue,
-        init: RequestInit,
-        /// None when the call sends no headers of its own.
-        headers: Option<Headers>,
-    },
-    /// A built Request: the caller's own, or one with a body. A body can be
-    /// read once, so each attempt sends a clone unless `reuse` (GET and HEAD,
-    /// which have none). Not `Request.body`: Firefox does not implement it,
-    /// and a POST sent from the base itself left nothing for its retry.
-    Request { request: Request, reuse: bool },
-}
-
-impl Target {
-    pub fn request(request: Request) -> Target {
-        let method = request.method();
-        let reuse = method == "GET" || method == "HEAD";
-        Target::Request { request, reuse }
-    }
-
-    /// The headers every attempt sends (live: a header set here is sent);
-    /// None for a call without a body or headers of its own.
-    pub fn headers(&self) -> Option<Headers> {
-        match self {
-            Target::Url { headers, .. } => headers.clone(),
-            Target::Request { request, .. } => Some(request.headers()),
-        }
-    }
-}
-
-/// `request()` reads and parses the body; `fetch()` hands back the Response.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Mode {
-    Request(ResponseType),
-    Fetch,
-}
-
 /// How an attempt ended.
 pub enum AttemptEnd {
     /// 2xx: the parsed body (`request()`) or the Response (`fetch()`).
@@ -161,6 +90,14 @@ pub enum AttemptEnd {
     Timeout,
     Cancelled,
     Parse(JsValue),
+}
+
+/// The attempt that decides a round of attempts (one, or more with hedges),
+/// with its breaker permit and the timeout phase it ran under.
+pub struct Decided {
+    pub end: AttemptEnd,
+    pub permit: Option<crate::policy::breaker::Permit>,
+    pub phase: &'static str,
 }
 
 /// The most of an error body that is ever read, in UTF-16 code units.

@@ -18,9 +18,10 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
+use super::call::Call;
 use super::cancel::{gate_timer, Gate, Stop};
-use super::engine::{Call, Engine};
-use super::fetch::{self, AttemptEnd};
+use super::engine::Engine;
+use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{now_ms, rand01};
 use crate::policy::breaker::{Permit, State as BreakerState};
 use crate::policy::classify::{method_may_retry, sample, Outcome, Sample};
@@ -34,14 +35,6 @@ struct Sent<'a> {
     permit: Option<Permit>,
     phase: &'static str,
     started: f64,
-}
-
-/// The attempt that decides a round, with its breaker permit and the
-/// timeout phase it ran under.
-pub struct Decided {
-    pub end: AttemptEnd,
-    pub permit: Option<Permit>,
-    pub phase: &'static str,
 }
 
 impl Engine {

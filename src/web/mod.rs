@@ -5,6 +5,7 @@
 //! `AbortController` and `performance.now()`: a page, a Web Worker or
 //! Node >= 20. That is why nothing here goes through `window`.
 
+mod call;
 mod cancel;
 mod client;
 mod convert;

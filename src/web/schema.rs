@@ -23,8 +23,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
+use super::call::Call;
 use super::convert::{get, Obj};
-use super::engine::{Call, Engine};
+use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::host::now_ms;
 use super::options::Reader;
