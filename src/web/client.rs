@@ -17,7 +17,8 @@ use super::errors::CallError;
 use super::fetch::{Mode, ResponseType, Target};
 use super::host::{assign, instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
 use super::options::{
-    pair_of, pairs, read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader,
+    idempotency_key_problem, pair_of, pairs, read_call, read_client, read_idempotency_key,
+    read_signal, IdemKey, Reader,
 };
 use super::schema;
 use super::task::spawn_promise;
@@ -432,9 +433,18 @@ impl Client {
                 ));
             }
         }
-        // A key the caller set as a header counts as the call's key too.
-        let has_key = common.idem.is_some()
-            || headers.is_some_and(|h| h.has("Idempotency-Key").unwrap_or(false));
+        // A key the caller set as a header counts as the call's key too, and
+        // follows the option's rule: a blank one would make a POST
+        // retryable with nothing for the server to deduplicate by. (Headers
+        // trims outer whitespace: all spaces reads as empty.)
+        let header_key = match (&common.idem, &headers) {
+            (None, Some(h)) => h.get("Idempotency-Key").ok().flatten(),
+            _ => None,
+        };
+        if let Some(problem) = header_key.as_deref().and_then(idempotency_key_problem) {
+            return Err(opt_err("headers", &cat(&["its Idempotency-Key ", problem])));
+        }
+        let has_key = common.idem.is_some() || header_key.is_some();
         let breaker_key = common
             .breaker_key
             .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
@@ -513,6 +523,10 @@ fn check_headers(headers: &[(String, String)], option: &str) -> Result<(), CallE
     for (k, v) in headers {
         h.append(k, v)
             .map_err(|_| opt_err(option, "holds an invalid header name or value"))?;
+    }
+    let key = h.get("Idempotency-Key").ok().flatten();
+    if let Some(problem) = key.as_deref().and_then(idempotency_key_problem) {
+        return Err(opt_err(option, &cat(&["its Idempotency-Key ", problem])));
     }
     Ok(())
 }

@@ -86,3 +86,47 @@ test('breaker table: a failing endpoint gets its breaker after 1000 opened per-i
   assert.equal(mine?.state, 'open');
   client.close();
 });
+
+// Item 5: a hand-set Idempotency-Key follows the idempotencyKey option's rule.
+test('idempotency key header: blank or all spaces rejects OptionsError through request() and fetch(), in every header shape', async () => {
+  const client = await createClient({ retry: { baseDelayMs: 1, maxDelayMs: 2 }, budget: false, breaker: false });
+  const id = 'i14-idem-blank';
+  const u = `${server.url}/status/503?id=${id}`;
+  const bad = ['', '   ', '\t', 'caf\u00e9', 'x'.repeat(256)];
+  const shapes = (v) => [
+    { 'Idempotency-Key': v },
+    { 'idempotency-key': v },
+    new Headers([['Idempotency-Key', v]]),
+    [['Idempotency-Key', v]],
+  ];
+  let tried = 0;
+  const rejects = async (p, what) => {
+    tried++;
+    const e = await p.then(() => null, (err) => err);
+    assert.ok(e instanceof OptionsError, `${what}: ${e?.name ?? 'resolved'}`);
+    assert.equal(e.option, 'headers', what);
+    assert.match(e.message, /Idempotency-Key/);
+  };
+  for (const v of bad) {
+    for (const headers of shapes(v)) {
+      const what = `${JSON.stringify(v)} as ${headers.constructor.name}`;
+      await rejects(client.request(u, { method: 'POST', body: { a: 1 }, headers }), `request() ${what}`);
+      await rejects(client.request(u, { method: 'POST', headers }), `request() without body ${what}`);
+      await rejects(client.fetch(u, { method: 'POST', body: 'x', headers }), `fetch() ${what}`);
+      await rejects(client.fetch(new Request(u, { method: 'POST', body: 'x', headers })), `fetch(Request) ${what}`);
+    }
+  }
+  // A client-wide header is checked once, by createClient.
+  await assert.rejects(createClient({ headers: { 'Idempotency-Key': ' ' } }), (e) => e instanceof OptionsError && e.option === 'headers');
+  assert.equal((await log(id)).length, 0, 'nothing was sent');
+  console.log(`idempotency key header: ${tried} blank or invalid keys rejected before sending`);
+
+  // A valid hand-set key still makes a POST retryable, with that key on every attempt.
+  const ok = 'i14-idem-ok';
+  const res = await client.fetch(`${server.url}/status/503?id=${ok}`, { method: 'POST', body: 'x', headers: { 'Idempotency-Key': 'order-7' } });
+  assert.equal(res.status, 503);
+  const sent = await log(ok);
+  assert.equal(sent.length, 3);
+  assert.ok(sent.every((e) => e.idempotencyKey === 'order-7'));
+  client.close();
+});
