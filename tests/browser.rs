@@ -508,6 +508,60 @@ async fn budget_caps_retries_of_an_always_failing_endpoint() {
     assert_eq!(stat(&client, "budgetDenied"), f64::from(budget_denied));
 }
 
+/// Issue 14 item 6: `fetch(url, init)` reads `init` as the browser's fetch
+/// does. An own `__proto__` key (what JSON.parse makes) is data: its method,
+/// header and body never go out; inherited members do, as natively.
+#[wasm_bindgen_test]
+async fn fetch_reads_init_as_the_native_fetch_does() {
+    let id = test_id("fetch-init");
+    let client = Client::new(obj(r#"{"retry": false, "breaker": false}"#)).unwrap();
+    let u = url("/echo", &id);
+    let inits = js_sys::Function::new_no_args(
+        "return [
+           () => JSON.parse('{\"__proto__\":{\"method\":\"DELETE\",\"headers\":{\"authorization\":\"Bearer x\"}}}'),
+           () => JSON.parse('{\"__proto__\":{\"method\":\"POST\",\"body\":\"smuggled\"}}'),
+           () => Object.create({ method: 'PUT', body: 'inherited', headers: { 'x-inherited': '1' } }),
+         ];",
+    )
+    .call0(&JsValue::NULL)
+    .unwrap();
+    let native = js_sys::Function::new_with_args("u, init", "return fetch(u, init)");
+    let seen = js_sys::Function::new_with_args(
+        "r",
+        "return r.json().then((b) => JSON.stringify([b.method, b.body, b.headers.authorization, b.headers['x-inherited']]))",
+    );
+    let mut sent = Vec::new();
+    for make in js_sys::Array::from(&inits).iter() {
+        let make: js_sys::Function = make.unchecked_into();
+        let mut pair = Vec::new();
+        for ours in [false, true] {
+            let init = make.call0(&JsValue::NULL).unwrap();
+            let p: js_sys::Promise = if ours {
+                client.fetch(JsValue::from_str(&u), init)
+            } else {
+                native
+                    .call2(&JsValue::NULL, &u.as_str().into(), &init)
+                    .unwrap()
+                    .unchecked_into()
+            };
+            let resp = JsFuture::from(p).await.unwrap();
+            let text = seen.call1(&JsValue::NULL, &resp).unwrap();
+            pair.push(
+                JsFuture::from(js_sys::Promise::from(text))
+                    .await
+                    .unwrap()
+                    .as_string()
+                    .unwrap(),
+            );
+        }
+        assert_eq!(pair[1], pair[0], "stormguard's fetch vs the browser's");
+        sent.push(pair.remove(0));
+    }
+    assert_eq!(sent[0], r#"["GET","",null,null]"#);
+    assert_eq!(sent[1], r#"["GET","",null,null]"#);
+    assert_eq!(sent[2], r#"["PUT","inherited",null,"1"]"#);
+}
+
 #[wasm_bindgen_test]
 async fn limiter_keeps_at_most_max_in_flight() {
     let id = test_id("limiter");

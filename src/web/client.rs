@@ -15,7 +15,7 @@ use super::crosstab::CrossTab;
 use super::engine::{Call, Engine, Listener};
 use super::errors::CallError;
 use super::fetch::{Mode, ResponseType, Target};
-use super::host::{assign, instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
+use super::host::{instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
 use super::options::{
     idempotency_key_problem, pair_of, pairs, read_call, read_client, read_idempotency_key,
     read_signal, IdemKey, Reader,
@@ -365,12 +365,23 @@ impl Client {
         let r = Reader::new(init, "init").map_err(CallError::options)?;
         let mut common = self.common(&r)?;
         // The Request sees the caller's init minus the signal: each attempt
-        // gets its own, linked to the caller's.
-        let plain = js_sys::Object::new();
-        if init.is_object() {
-            assign(&plain, init).map_err(|_| opt_err("init", "could not be read"))?;
-            let _ = js_sys::Reflect::delete_property(&plain, &JsValue::from_str("signal"));
-        }
+        // gets its own, linked to the caller's. The Request constructor reads
+        // `init` itself, member by member through [[Get]] as the host's fetch
+        // does (inherited members included), from an object whose prototype
+        // is `init` and whose own `signal` is undefined. Never a copy:
+        // Object.assign or a spread would turn an own `__proto__` key (what
+        // JSON.parse makes of one) into the copy's prototype and smuggle
+        // its method, headers and body in, and would drop inherited members.
+        let plain = if init.is_object() {
+            let view = js_sys::Object::create(init.unchecked_ref());
+            let hidden = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&hidden, &"value".into(), &JsValue::UNDEFINED);
+            js_sys::Reflect::define_property(&view, &"signal".into(), &hidden)
+                .map_err(|_| opt_err("init", "could not be read"))?;
+            view
+        } else {
+            js_sys::Object::new()
+        };
         let plain: RequestInit = plain.unchecked_into();
         // The URL is checked (credentials refused by name) before the
         // Request constructor, which would reject it with a vaguer error.

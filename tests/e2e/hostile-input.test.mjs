@@ -130,3 +130,41 @@ test('idempotency key header: blank or all spaces rejects OptionsError through r
   assert.ok(sent.every((e) => e.idempotencyKey === 'order-7'));
   client.close();
 });
+
+// Item 6: fetch(url, init) reads init as the host's fetch does.
+test('fetch(): what arrives for an init equals what the native fetch sends for it', async () => {
+  const client = await createClient({ retry: false, breaker: false, crossTab: false });
+  class Getters {
+    get method() { return 'PATCH'; }
+    get body() { return 'from a getter'; }
+    get headers() { return { 'x-getter': '1' }; }
+  }
+  const cases = {
+    'own __proto__ from JSON.parse (method, header)': () => JSON.parse('{"__proto__":{"method":"DELETE","headers":{"authorization":"Bearer x"}}}'),
+    'own __proto__ from JSON.parse (body)': () => JSON.parse('{"__proto__":{"method":"POST","body":"smuggled"}}'),
+    'own __proto__ next to real fields': () => JSON.parse('{"method":"PUT","body":"real","__proto__":{"method":"DELETE","headers":{"x-smuggled":"1"}}}'),
+    'inherited fields': () => Object.create({ method: 'PUT', body: 'inherited', headers: { 'x-inherited': '1' } }),
+    'getters on a class': () => new Getters(),
+    'non-enumerable own fields': () => Object.defineProperties({}, {
+      method: { value: 'DELETE', enumerable: false }, headers: { value: [['x-hidden', '1']], enumerable: false },
+    }),
+    'plain init': () => ({ method: 'POST', body: 'plain', headers: [['x-a', '1'], ['x-a', '2']] }),
+    'null prototype': () => Object.assign(Object.create(null), { method: 'POST', body: 'np' }),
+  };
+  const seen = (r) => r.json().then(({ method, headers, body, bodyBytes }) => ({ method, headers, body, bodyBytes }));
+  for (const [name, make] of Object.entries(cases)) {
+    const u = `${server.url}/echo?id=i14-init`;
+    const native = await seen(await fetch(u, make()));
+    const ours = await seen(await client.fetch(u, make()));
+    assert.deepEqual(ours, native, name);
+  }
+  // The smuggled method and header never went out.
+  const smuggled = await seen(await client.fetch(`${server.url}/echo?id=i14-init`, cases['own __proto__ from JSON.parse (method, header)']()));
+  assert.equal(smuggled.method, 'GET');
+  assert.equal(smuggled.headers.authorization, undefined);
+  // A Request input with such an init: the Request's own method and body.
+  const req = () => new Request(`${server.url}/echo?id=i14-init`, { method: 'POST', body: 'req' });
+  const init = () => JSON.parse('{"__proto__":{"method":"PUT","body":"smuggled"}}');
+  assert.deepEqual(await seen(await client.fetch(req(), init())), await seen(await fetch(req(), init())));
+  client.close();
+});
