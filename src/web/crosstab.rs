@@ -31,6 +31,17 @@ thread_local! {
     static REALM: String = uuid_v4();
 }
 
+/// How long a LocalStorage probe lease lasts; none longer is honoured.
+const LEASE_MS: f64 = 30_000.0;
+
+/// `v` as a Rust string if it is a JS string of at most `max` UTF-16 units;
+/// a longer one is never copied out of JS.
+fn bounded_string(v: &JsValue, max: u32) -> Option<String> {
+    v.dyn_ref::<js_sys::JsString>()
+        .filter(|s| s.length() <= max)
+        .and_then(|s| s.as_string())
+}
+
 fn realm() -> String {
     REALM.with(Clone::clone)
 }
@@ -248,7 +259,10 @@ async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
 }
 
 /// Fallback without Web Locks: a 30 s lease in LocalStorage. Not atomic
-/// across tabs, but it keeps the probe to one tab in all but a race.
+/// across tabs, but it keeps the probe to one tab in all but a race. Only a
+/// lease ending within [`LEASE_MS`] from now holds: one further ahead (a
+/// forged entry, or one written before the wall clock stepped back) would
+/// keep the breaker half-open forever, so it is overwritten.
 fn lease(name: &str) -> Option<ProbeLock> {
     let storage = get(&js_sys::global(), "localStorage")
         .ok()
@@ -270,14 +284,15 @@ fn lease(name: &str) -> Option<ProbeLock> {
         .ok()
     };
     let now = epoch_ms();
+    // A time in ms is about 13 digits: a longer value is no lease of ours.
     let held = call("getItem", &[&JsValue::from_str(name)])
-        .and_then(|v| v.as_string())
+        .and_then(|v| bounded_string(&v, 32))
         .map(|v| js_sys::Number::parse_float(&v))
-        .is_some_and(|until| until > now);
+        .is_some_and(|until| until > now && until <= now + LEASE_MS);
     if held {
         return None;
     }
-    let until = JsValue::from_f64(now + 30_000.0);
+    let until = JsValue::from_f64(now + LEASE_MS);
     call("setItem", &[&JsValue::from_str(name), &until])?;
     Some(ProbeLock {
         release: None,
