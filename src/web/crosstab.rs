@@ -13,6 +13,15 @@
 //! Clients in the same realm (one page running many clients, as the demo
 //! and the benchmarks do) ignore each other's messages: they model separate
 //! browsers, and a tab talks to other tabs, not to itself.
+//!
+//! Messages and leases come from other scripts of the origin, any of which
+//! may be hostile or broken: nothing they hold is copied into wasm memory
+//! before its size is checked. A message whose key is longer than
+//! [`MAX_PEER_KEY`] UTF-16 units, or that is malformed in any way, is
+//! dropped; its open period and cooldown are cut to what this client would
+//! set itself (`maxOpenMs`, `maxRetryAfterMs`: the breaker and the engine
+//! do that). A lease further ahead than [`LEASE_MS`] is not one this code
+//! wrote (or the wall clock stepped back since): it is ignored and replaced.
 
 use std::cell::Cell;
 use std::rc::Weak;
@@ -30,6 +39,9 @@ thread_local! {
     /// This realm's id: messages carrying it are our own clients' and ignored.
     static REALM: String = uuid_v4();
 }
+
+/// The longest breaker key a message from another tab may carry (UTF-16 units).
+const MAX_PEER_KEY: u32 = 2048;
 
 /// How long a LocalStorage probe lease lasts; none longer is honoured.
 const LEASE_MS: f64 = 30_000.0;
@@ -78,12 +90,13 @@ impl CrossTab {
         let channel =
             Reflect::construct(&ctor, &js_sys::Array::of1(&JsValue::from_str(&name))).ok()?;
         let post: Function = get(&channel, "postMessage").ok()?.dyn_into().ok()?;
-        let own = realm();
+        // Compared in JS (`===`): a sender's id is never copied in.
+        let own = JsValue::from_str(&realm());
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
             let Ok(data) = get(&event, "data") else {
                 return;
             };
-            if get(&data, "r").ok().and_then(|r| r.as_string()).as_deref() == Some(own.as_str()) {
+            if get(&data, "r").is_ok_and(|r| r == own) {
                 return;
             }
             if let (Some(engine), Some(msg)) = (engine.upgrade(), decode(&data)) {
@@ -108,6 +121,13 @@ impl CrossTab {
     }
 
     pub fn send(&self, msg: &Peer) {
+        let key = match msg {
+            Peer::Open { key, .. } | Peer::Closed { key } | Peer::Cooldown { key, .. } => key,
+        };
+        // The other tabs would drop it.
+        if key.encode_utf16().count() > MAX_PEER_KEY as usize {
+            return;
+        }
         let o = Obj::new();
         o.set("r", realm());
         match msg {
@@ -155,16 +175,22 @@ impl Drop for CrossTab {
     }
 }
 
+/// A message from another tab, or None when it is not one this code sends:
+/// not an object, an unknown type, a key that is not a string of at most
+/// [`MAX_PEER_KEY`] units, a time that is not a finite number.
 fn decode(data: &JsValue) -> Option<Peer> {
-    let text = |k: &str| get(data, k).ok().and_then(|v| v.as_string());
+    if !data.is_object() {
+        return None;
+    }
+    let text = |k: &str, max: u32| bounded_string(&get(data, k).ok()?, max);
     let num = |k: &str| {
         get(data, k)
             .ok()
             .and_then(|v| v.as_f64())
             .filter(|v| v.is_finite())
     };
-    let key = text("key")?;
-    match text("t")?.as_str() {
+    let key = text("key", MAX_PEER_KEY)?;
+    match text("t", 8)?.as_str() {
         "open" => Some(Peer::Open {
             key,
             until: num("until")?,

@@ -168,3 +168,78 @@ test('fetch(): what arrives for an init equals what the native fetch sends for i
   assert.deepEqual(await seen(await client.fetch(req(), init())), await seen(await fetch(req(), init())));
   client.close();
 });
+
+// Item 9: messages from other tabs are bounded and checked.
+test('peer messages: keys over 2048 characters and malformed messages are dropped, never copied in', async () => {
+  const prefix = 'i14-peer-keys:';
+  const client = await createClient({ storage: { prefix } });
+  const events = [];
+  client.on('breaker', (e) => events.push(e.key));
+  const wasm = initSync({ module: new Uint8Array(0) }); // already instantiated: its exports
+  const tab = peer(prefix);
+  const soon = () => Date.now() + 60000;
+  // Warm up the allocator with one accepted message.
+  tab.send({ r: 'another-tab', t: 'open', key: 'warm', until: soon(), period: 2000 });
+  await until(() => events.includes('warm'), 'the warm-up message');
+  const before = wasm.memory.buffer.byteLength;
+  const huge = 'k'.repeat(2 * 1024 * 1024);
+  for (let i = 0; i < 50; i++) {
+    tab.send({ r: 'another-tab', t: 'open', key: `${huge}${i}`, until: soon(), period: 2000 });
+    tab.send({ r: 'another-tab', t: 'cooldown', key: `${huge}${i}`, until: soon() });
+    tab.send({ r: 'another-tab', t: 'closed', key: `${huge}${i}` });
+  }
+  // A long sender id is only compared, in JS: the message itself is fine.
+  tab.send({ r: huge, t: 'open', key: 'big sender id', until: soon(), period: 2000 });
+  tab.send({ r: 'another-tab', t: `open${huge}`, key: 'big type', until: soon(), period: 2000 });
+  const malformed = [
+    null, 7, 'open', [1, 2], {},
+    { r: 'another-tab', t: 'open', key: 'no until', period: 2000 },
+    { r: 'another-tab', t: 'open', key: 'string until', until: String(soon()), period: 2000 },
+    { r: 'another-tab', t: 'open', key: 'nan period', until: soon(), period: NaN },
+    { r: 'another-tab', t: 'open', key: 'infinite until', until: Infinity, period: 2000 },
+    { r: 'another-tab', t: 'open', key: 5, until: soon(), period: 2000 },
+    { r: 'another-tab', t: 'cooldown', key: 'no until' },
+    { r: 'another-tab', t: 'reopen', key: 'unknown type', until: soon(), period: 2000 },
+    { r: 'another-tab', t: 'open', key: ['array key'], until: soon(), period: 2000 },
+    { r: 'another-tab', t: 'open', key: new String('boxed key'), until: soon(), period: 2000 },
+  ];
+  for (const m of malformed) tab.send(m);
+  const longest = 'x'.repeat(2048);
+  tab.send({ r: 'another-tab', t: 'open', key: longest, until: soon(), period: 2000 });
+  tab.send({ r: 'another-tab', t: 'open', key: 'last', until: soon(), period: 2000 });
+  await until(() => events.includes('last'), 'the last message');
+  const after = wasm.memory.buffer.byteLength;
+  console.log(`peer messages: 150 messages with 2 MB keys; wasm memory ${before} -> ${after} bytes`);
+  assert.ok(after - before < 1 << 20, `wasm memory grew by ${after - before} bytes`);
+  const keys = client.breakers().map((b) => b.key);
+  const kept = [longest, 'big sender id', 'last', 'warm'].sort();
+  assert.deepEqual(keys.sort(), kept, 'only well-formed messages with keys of at most 2048 characters');
+  assert.deepEqual(events.sort(), kept, 'no dropped key reached a listener');
+  tab.close();
+  client.close();
+});
+
+test('peer messages: open periods and cooldowns are cut to what this client would set', async () => {
+  const prefix = 'i14-peer-bounds:';
+  const client = await createClient({
+    storage: { prefix }, retry: { maxRetryAfterMs: 300 }, breaker: { openMs: 500, maxOpenMs: 1000 },
+  });
+  const tab = peer(prefix);
+  const year = 365 * 24 * 3600e3;
+  tab.send({ r: 'another-tab', t: 'open', key: 'GET https://api.example/a', until: Date.now() + year, period: year });
+  tab.send({ r: 'another-tab', t: 'cooldown', key: `GET ${server.url}/echo`, until: Date.now() + year });
+  await until(() => client.breakers().length === 1, 'the open message');
+  const peerKey = 'GET https://api.example/a';
+  const open = client.breakers().find((b) => b.key === peerKey);
+  assert.equal(open.state, 'open');
+  assert.ok(open.openForMs <= 1000, `open for ${open.openForMs} ms`);
+  const t0 = performance.now();
+  const body = await client.request(`${server.url}/echo?id=i14-peer-cooldown`, { deadlineMs: 5000 });
+  const waited = performance.now() - t0;
+  assert.equal(body.method, 'GET');
+  assert.ok(waited < 1500, `the cooldown held the call ${waited} ms`);
+  await sleep(1100);
+  assert.equal(client.breakers().find((b) => b.key === peerKey).state, 'half-open', 'the open period ended within maxOpenMs');
+  tab.close();
+  client.close();
+});
