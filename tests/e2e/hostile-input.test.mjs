@@ -243,3 +243,23 @@ test('peer messages: open periods and cooldowns are cut to what this client woul
   tab.close();
   client.close();
 });
+
+test('peer messages: 256 cooldowns from another tab leave room for this client\'s own Retry-After', async () => {
+  const prefix = 'i14-peer-cooldowns:';
+  const client = await createClient({ storage: { prefix }, retry: { maxAttempts: 1, maxRetryAfterMs: 10000 } });
+  const tab = peer(prefix);
+  for (let i = 0; i < 256; i++) {
+    tab.send({ r: 'another-tab', t: 'cooldown', key: `GET https://api.example/c${i}`, until: Date.now() + 10000 });
+  }
+  tab.send({ r: 'another-tab', t: 'open', key: 'last', until: Date.now() + 1000, period: 1000 });
+  await until(() => client.breakers().some((b) => b.key === 'last'), 'the last message');
+  const id = 'i14-peer-cooldowns';
+  const first = await client.request(`${server.url}/status/503?retryAfter=2&id=${id}`).catch((e) => e);
+  assert.equal(first.name, 'HttpError');
+  const second = await client.request(`${server.url}/status/503?retryAfter=2&id=${id}`, { deadlineMs: 1000 }).catch((e) => e);
+  assert.ok(second instanceof CircuitOpenError, `the second call was ${second?.name}: the Retry-After did not hold it`);
+  assert.ok(second.retryInMs > 1000);
+  assert.equal((await log(id)).length, 1);
+  tab.close();
+  client.close();
+});
