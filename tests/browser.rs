@@ -508,6 +508,112 @@ async fn budget_caps_retries_of_an_always_failing_endpoint() {
     assert_eq!(stat(&client, "budgetDenied"), f64::from(budget_denied));
 }
 
+/// Issue 14 item 7: without Web Locks one tab's probe holds a 30 s lease in
+/// LocalStorage. A lease further ahead (forged, or written before the wall
+/// clock stepped back) is none this client would write: it is replaced, and
+/// the half-open breaker probes instead of rejecting every call for ever.
+#[wasm_bindgen_test]
+async fn a_probe_lease_far_in_the_future_is_ignored() {
+    let hide = js_sys::Function::new_no_args(
+        "Object.defineProperty(navigator, 'locks', { value: undefined, configurable: true }); \
+         return () => { delete navigator.locks; };",
+    );
+    let restore: js_sys::Function = hide.call0(&JsValue::NULL).unwrap().unchecked_into();
+    let id = test_id("probe-lease");
+    let prefix = format!("{id}:");
+    let client = Client::new(obj(&format!(
+        r#"{{"retry": false, "crossTab": true, "storage": {{"prefix": "{prefix}"}},
+            "breaker": {{"consecutiveFailures": 1, "openMs": 100}}}}"#
+    )))
+    .unwrap();
+    let lease = format!("{prefix}probe:svc");
+    let storage = js_sys::Function::new_with_args(
+        "k, v",
+        "if (v !== undefined) localStorage.setItem(k, String(v)); return localStorage.getItem(k);",
+    );
+    let set_lease =
+        |until: f64| storage.call2(&JsValue::NULL, &lease.as_str().into(), &until.into());
+    let opts = r#"{"breakerKey": "svc"}"#;
+    let opened = request(&client, &url("/status/503", &id), opts).await;
+    sleep(150).await;
+    // Another tab's lease, 10 s ahead: its probe decides, this tab stays out.
+    set_lease(now() + 10_000.0).unwrap();
+    let held = request(&client, &url("/echo", &id), opts).await;
+    // A lease a year ahead holds nothing: this tab probes, and the backend is fine.
+    set_lease(now() + 365.0 * 86_400_000.0).unwrap();
+    let mut after = Vec::new();
+    for _ in 0..10 {
+        after.push(request(&client, &url("/echo", &id), opts).await);
+    }
+    let left = storage.call2(&JsValue::NULL, &lease.as_str().into(), &JsValue::UNDEFINED);
+    restore.call0(&JsValue::NULL).unwrap();
+    assert_eq!(name(&opened.unwrap_err()), "HttpError");
+    let held = held.unwrap_err();
+    assert_eq!(name(&held), "CircuitOpenError");
+    assert_eq!(get(&held, "retryInMs").as_f64(), Some(0.0));
+    let ok = after.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(ok, 10, "{ok} of 10 calls went through after a forged lease");
+    assert!(left.unwrap().is_null(), "the probe's own lease is removed");
+    let snap = client.breakers().get(0);
+    assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
+    // One 503 and ten good calls reached the server; the held call sent nothing.
+    assert_eq!(server_log(&id).await.length(), 11);
+}
+
+/// Issue 14 item 6: `fetch(url, init)` reads `init` as the browser's fetch
+/// does. An own `__proto__` key (what JSON.parse makes) is data: its method,
+/// header and body never go out; inherited members do, as natively.
+#[wasm_bindgen_test]
+async fn fetch_reads_init_as_the_native_fetch_does() {
+    let id = test_id("fetch-init");
+    let client = Client::new(obj(r#"{"retry": false, "breaker": false}"#)).unwrap();
+    let u = url("/echo", &id);
+    let inits = js_sys::Function::new_no_args(
+        "return [
+           () => JSON.parse('{\"__proto__\":{\"method\":\"DELETE\",\"headers\":{\"authorization\":\"Bearer x\"}}}'),
+           () => JSON.parse('{\"__proto__\":{\"method\":\"POST\",\"body\":\"smuggled\"}}'),
+           () => Object.create({ method: 'PUT', body: 'inherited', headers: { 'x-inherited': '1' } }),
+         ];",
+    )
+    .call0(&JsValue::NULL)
+    .unwrap();
+    let native = js_sys::Function::new_with_args("u, init", "return fetch(u, init)");
+    let seen = js_sys::Function::new_with_args(
+        "r",
+        "return r.json().then((b) => JSON.stringify([b.method, b.body, b.headers.authorization, b.headers['x-inherited']]))",
+    );
+    let mut sent = Vec::new();
+    for make in js_sys::Array::from(&inits).iter() {
+        let make: js_sys::Function = make.unchecked_into();
+        let mut pair = Vec::new();
+        for ours in [false, true] {
+            let init = make.call0(&JsValue::NULL).unwrap();
+            let p: js_sys::Promise = if ours {
+                client.fetch(JsValue::from_str(&u), init)
+            } else {
+                native
+                    .call2(&JsValue::NULL, &u.as_str().into(), &init)
+                    .unwrap()
+                    .unchecked_into()
+            };
+            let resp = JsFuture::from(p).await.unwrap();
+            let text = seen.call1(&JsValue::NULL, &resp).unwrap();
+            pair.push(
+                JsFuture::from(js_sys::Promise::from(text))
+                    .await
+                    .unwrap()
+                    .as_string()
+                    .unwrap(),
+            );
+        }
+        assert_eq!(pair[1], pair[0], "stormguard's fetch vs the browser's");
+        sent.push(pair.remove(0));
+    }
+    assert_eq!(sent[0], r#"["GET","",null,null]"#);
+    assert_eq!(sent[1], r#"["GET","",null,null]"#);
+    assert_eq!(sent[2], r#"["PUT","inherited",null,"1"]"#);
+}
+
 #[wasm_bindgen_test]
 async fn limiter_keeps_at_most_max_in_flight() {
     let id = test_id("limiter");

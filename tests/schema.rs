@@ -266,6 +266,53 @@ async fn corrupt_entries_are_an_empty_cache_and_an_event() {
     ls_remove_prefix(&prefix);
 }
 
+/// Issue 14 item 8: a copy dated more than 60 s ahead of now (a forged entry,
+/// or a wall clock stepped back) would be served as brand new whatever
+/// `maxAgeMs`: it is corrupt (an empty cache and a `storage` event). So is
+/// one dated before 1970. Another tab's clock a little ahead is fine.
+#[wasm_bindgen_test]
+async fn a_copy_dated_in_the_future_is_corrupt() {
+    let id = test_id("schema-future");
+    let prefix = format!("{id}:");
+    let c = client_with_prefix(&prefix, "");
+    let storage = events(&c, "storage");
+    let bad = url("/status/503", &id);
+    let key = format!("{prefix}doc");
+    let ten_years = 10.0 * 365.0 * 86_400_000.0;
+    let dated = |t: f64| format!(r#"{{"t": {t}, "data": "forged"}}"#);
+    let cases = [
+        (
+            js_sys::Date::now() + ten_years,
+            r#"{"cacheKey": "doc", "maxAgeMs": 1, "fallback": 7}"#,
+        ),
+        (
+            js_sys::Date::now() + ten_years,
+            r#"{"cacheKey": "doc", "fallback": 7}"#,
+        ),
+        (
+            js_sys::Date::now() + 120_000.0,
+            r#"{"cacheKey": "doc", "fallback": 7}"#,
+        ),
+        (-1.0, r#"{"cacheKey": "doc", "fallback": 7}"#),
+    ];
+    for (i, (t, options)) in cases.iter().enumerate() {
+        ls_set(&key, &dated(*t));
+        let r = schema(&c, &bad, options).await;
+        assert_source(&r, "fallback");
+        assert_eq!(get(&r, "data").as_f64(), Some(7.0), "t = {t}");
+        assert_eq!(storage.length(), i as u32 + 1, "t = {t}");
+        assert_eq!(text(&storage.get(i as u32), "reason"), "corrupt");
+    }
+    // 30 s ahead (another tab's clock): a copy, served as new.
+    ls_set(&key, &dated(js_sys::Date::now() + 30_000.0));
+    let r = schema(&c, &bad, r#"{"cacheKey": "doc", "maxAgeMs": 1000}"#).await;
+    assert_source(&r, "cache");
+    assert_eq!(text(&r, "data"), "forged");
+    assert_eq!(num(&r, "ageMs"), 0.0);
+    assert_eq!(storage.length(), cases.len() as u32);
+    ls_remove_prefix(&prefix);
+}
+
 #[wasm_bindgen_test]
 async fn a_full_quota_is_an_event_and_the_call_still_resolves() {
     let id = test_id("schema-quota");

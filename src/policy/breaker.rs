@@ -31,9 +31,14 @@
 //! some calls are being shed. Nothing is shed before `minSamples` requests.
 //!
 //! Memory is bounded: at most `max_keys` breakers (default 1000). A new key at
-//! the cap evicts the least recently used breaker that is Closed with no
-//! permit out; if every breaker is open, half-open or busy, the new key is
-//! served untracked: always allowed, its samples dropped, shown nowhere.
+//! the cap evicts the least recently used breaker, whatever its state: one
+//! with no permit out if there is one, else the least recently used of all.
+//! The table never stops tracking: a table filled with open breakers (1000
+//! failing per-id URLs, or `open` messages from another tab) must not leave
+//! the next failing endpoint without a breaker. A result that comes back
+//! for an evicted key finds no circuit and is dropped; had the key been
+//! tracked again meanwhile, it counts in the new circuit as a straggler
+//! would (only possible with more than `max_keys` keys busy at once).
 
 use super::classify::Sample;
 use super::options::BreakerConfig;
@@ -407,9 +412,11 @@ impl Breakers {
         if !self.track(key) {
             return;
         }
+        self.tick += 1;
         let Some(c) = circuit(&mut self.circuits, key) else {
             return;
         };
+        c.last_used = self.tick;
         self.log.push(key, c.refresh(now_ms));
         // Never longer than this client's own longest period.
         let open_for_ms = open_for_ms.min(self.cfg.max_open_ms);
@@ -484,7 +491,9 @@ impl Breakers {
         true
     }
 
-    /// Frees a place for a new key if needed; false when none can be freed.
+    /// Frees a place for a new key if needed: evicts the least recently
+    /// used breaker, open or not, preferring one with no permit out. False
+    /// only with `max_keys` 0.
     fn make_room(&mut self) -> bool {
         if self.circuits.len() < self.max_keys {
             return true;
@@ -493,8 +502,7 @@ impl Breakers {
             .circuits
             .iter()
             .enumerate()
-            .filter(|(_, (_, c))| c.state == State::Closed && c.in_flight == 0)
-            .min_by_key(|(_, (_, c))| c.last_used)
+            .min_by_key(|(_, (_, c))| (c.in_flight > 0, c.last_used))
             .map(|(i, _)| i);
         victim.map(|i| self.circuits.remove(i)).is_some()
     }
@@ -850,7 +858,7 @@ mod tests {
     }
 
     #[test]
-    fn cap_evicts_the_least_recently_used_idle_closed_key() {
+    fn cap_evicts_the_least_recently_used_key() {
         let mut b = Breakers::with_capacity_limit(cfg(), 2);
         call(&mut b, "a", Sample::Success, 0.0).unwrap();
         call(&mut b, "b", Sample::Success, 0.0).unwrap();
@@ -861,26 +869,75 @@ mod tests {
     }
 
     #[test]
-    fn cap_never_evicts_open_or_busy_keys() {
-        let mut b = Breakers::with_capacity_limit(cfg(), 2);
-        open(&mut b, 0.0);
-        let busy = b.acquire("busy", 0.0, 0.5).unwrap();
-        // Both tracked breakers must stay: the new key is served untracked.
-        assert_eq!(
-            call(&mut b, "new", Sample::Failure, 0.0),
-            Ok(Permit::Normal)
-        );
-        for _ in 0..10 {
-            call(&mut b, "new", Sample::Failure, 0.0).unwrap();
+    fn cap_evicts_open_keys_so_a_new_failing_key_gets_a_breaker() {
+        // Issue 14, item 4: 1000 opened breakers must not switch the
+        // breaker off for the next endpoint.
+        let mut b = Breakers::new(cfg());
+        for i in 0..DEFAULT_MAX_KEYS {
+            let key = format!("GET https://api.example/item/{i}");
+            for _ in 0..4 {
+                call(&mut b, &key, Sample::Failure, 0.0).unwrap();
+            }
+            assert_eq!(b.state(&key, 0.0), State::Open);
         }
-        assert_eq!(b.state("new", 0.0), State::Closed);
+        let victim = "GET https://api.example/victim";
+        let mut sent = 0;
+        for _ in 0..20 {
+            if call(&mut b, victim, Sample::Failure, 1.0).is_ok() {
+                sent += 1;
+            }
+        }
+        assert_eq!(sent, 4, "the victim's breaker opened after minSamples");
+        assert_eq!(b.state(victim, 1.0), State::Open);
+        let snap = b.snapshot(1.0);
+        assert_eq!(snap.len(), DEFAULT_MAX_KEYS);
+        assert!(snap.iter().any(|s| s.key == victim));
+        // The least recently used went: the first key opened.
+        assert!(!snap
+            .iter()
+            .any(|s| s.key == "GET https://api.example/item/0"));
+        assert!(snap
+            .iter()
+            .any(|s| s.key == "GET https://api.example/item/1"));
+    }
+
+    #[test]
+    fn cap_evicts_peer_opened_keys_too() {
+        let mut b = Breakers::new(cfg());
+        for i in 0..DEFAULT_MAX_KEYS + 5 {
+            b.force_open(&format!("peer {i}"), 0.0, 5000.0, 5000.0);
+        }
+        assert_eq!(b.snapshot(0.0).len(), DEFAULT_MAX_KEYS);
+        for _ in 0..4 {
+            call(&mut b, K, Sample::Failure, 1.0).unwrap();
+        }
+        assert_eq!(b.state(K, 1.0), State::Open);
+        let keys: Vec<String> = b.snapshot(1.0).into_iter().map(|s| s.key).collect();
+        assert!(keys.iter().any(|k| k == K));
+        assert!(
+            !keys.iter().any(|k| k == "peer 5"),
+            "oldest peer key evicted"
+        );
+    }
+
+    #[test]
+    fn cap_prefers_idle_keys_then_evicts_busy_ones() {
+        let mut b = Breakers::with_capacity_limit(cfg(), 2);
+        let busy = b.acquire("busy", 0.0, 0.5).unwrap();
+        open(&mut b, 0.0);
+        // "busy" is older but has a permit out: the open K goes.
+        call(&mut b, "new", Sample::Failure, 0.0).unwrap();
         let keys: Vec<String> = b.snapshot(0.0).into_iter().map(|s| s.key).collect();
-        assert_eq!(keys, [K, "busy"]);
-        // Once idle, the closed key can make room.
-        b.record("busy", busy, Sample::Success, 0.0);
-        call(&mut b, "new", Sample::Success, 0.0).unwrap();
+        assert_eq!(keys, ["busy", "new"]);
+        // Every key busy: the least recently used goes all the same.
+        let p = b.acquire("new", 0.0, 0.5).unwrap();
+        assert_eq!(b.acquire("third", 0.0, 0.5), Ok(Permit::Normal));
         let keys: Vec<String> = b.snapshot(0.0).into_iter().map(|s| s.key).collect();
-        assert_eq!(keys, [K, "new"]);
+        assert_eq!(keys, ["new", "third"]);
+        // The evicted key's late result is dropped, nothing panics.
+        b.record("busy", busy, Sample::Failure, 0.0);
+        b.record("new", p, Sample::Success, 0.0);
+        assert_eq!(b.snapshot(0.0).len(), 2);
     }
 
     #[test]

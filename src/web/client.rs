@@ -16,9 +16,10 @@ use super::convert::Obj;
 use super::crosstab::CrossTab;
 use super::engine::{Engine, Listener};
 use super::errors::CallError;
-use super::host::{assign, instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
+use super::host::{instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
 use super::options::{
-    pair_of, pairs, read_call, read_client, read_idempotency_key, read_signal, IdemKey, Reader,
+    idempotency_key_problem, pair_of, pairs, read_call, read_client, read_idempotency_key,
+    read_signal, IdemKey, Reader,
 };
 use super::schema;
 use super::task::spawn_promise;
@@ -365,12 +366,23 @@ impl Client {
         let r = Reader::new(init, "init").map_err(CallError::options)?;
         let mut common = self.common(&r)?;
         // The Request sees the caller's init minus the signal: each attempt
-        // gets its own, linked to the caller's.
-        let plain = js_sys::Object::new();
-        if init.is_object() {
-            assign(&plain, init).map_err(|_| opt_err("init", "could not be read"))?;
-            let _ = js_sys::Reflect::delete_property(&plain, &JsValue::from_str("signal"));
-        }
+        // gets its own, linked to the caller's. The Request constructor reads
+        // `init` itself, member by member through [[Get]] as the host's fetch
+        // does (inherited members included), from an object whose prototype
+        // is `init` and whose own `signal` is undefined. Never a copy:
+        // Object.assign or a spread would turn an own `__proto__` key (what
+        // JSON.parse makes of one) into the copy's prototype and smuggle
+        // its method, headers and body in, and would drop inherited members.
+        let plain = if init.is_object() {
+            let view = js_sys::Object::create(init.unchecked_ref());
+            let hidden = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&hidden, &"value".into(), &JsValue::UNDEFINED);
+            js_sys::Reflect::define_property(&view, &"signal".into(), &hidden)
+                .map_err(|_| opt_err("init", "could not be read"))?;
+            view
+        } else {
+            js_sys::Object::new()
+        };
         let plain: RequestInit = plain.unchecked_into();
         // The URL is checked (credentials refused by name) before the
         // Request constructor, which would reject it with a vaguer error.
@@ -433,9 +445,18 @@ impl Client {
                 ));
             }
         }
-        // A key the caller set as a header counts as the call's key too.
-        let has_key = common.idem.is_some()
-            || headers.is_some_and(|h| h.has("Idempotency-Key").unwrap_or(false));
+        // A key the caller set as a header counts as the call's key too, and
+        // follows the option's rule: a blank one would make a POST
+        // retryable with nothing for the server to deduplicate by. (Headers
+        // trims outer whitespace: all spaces reads as empty.)
+        let header_key = match (&common.idem, &headers) {
+            (None, Some(h)) => h.get("Idempotency-Key").ok().flatten(),
+            _ => None,
+        };
+        if let Some(problem) = header_key.as_deref().and_then(idempotency_key_problem) {
+            return Err(opt_err("headers", &cat(&["its Idempotency-Key ", problem])));
+        }
+        let has_key = common.idem.is_some() || header_key.is_some();
         let breaker_key = common
             .breaker_key
             .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
@@ -514,6 +535,10 @@ fn check_headers(headers: &[(String, String)], option: &str) -> Result<(), CallE
     for (k, v) in headers {
         h.append(k, v)
             .map_err(|_| opt_err(option, "holds an invalid header name or value"))?;
+    }
+    let key = h.get("Idempotency-Key").ok().flatten();
+    if let Some(problem) = key.as_deref().and_then(idempotency_key_problem) {
+        return Err(opt_err(option, &cat(&["its Idempotency-Key ", problem])));
     }
     Ok(())
 }

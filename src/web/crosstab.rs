@@ -13,6 +13,15 @@
 //! Clients in the same realm (one page running many clients, as the demo
 //! and the benchmarks do) ignore each other's messages: they model separate
 //! browsers, and a tab talks to other tabs, not to itself.
+//!
+//! Messages and leases come from other scripts of the origin, any of which
+//! may be hostile or broken: nothing they hold is copied into wasm memory
+//! before its size is checked. A message whose key is longer than
+//! [`MAX_PEER_KEY`] UTF-16 units, or that is malformed in any way, is
+//! dropped; its open period and cooldown are cut to what this client would
+//! set itself (`maxOpenMs`, `maxRetryAfterMs`: the breaker and the engine
+//! do that). A lease further ahead than [`LEASE_MS`] is not one this code
+//! wrote (or the wall clock stepped back since): it is ignored and replaced.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Weak;
@@ -29,6 +38,20 @@ use crate::text::cat;
 thread_local! {
     /// This realm's id: messages carrying it are our own clients' and ignored.
     static REALM: String = uuid_v4();
+}
+
+/// The longest breaker key a message from another tab may carry (UTF-16 units).
+const MAX_PEER_KEY: u32 = 2048;
+
+/// How long a LocalStorage probe lease lasts; none longer is honoured.
+const LEASE_MS: f64 = 30_000.0;
+
+/// `v` as a Rust string if it is a JS string of at most `max` UTF-16 units;
+/// a longer one is never copied out of JS.
+fn bounded_string(v: &JsValue, max: u32) -> Option<String> {
+    v.dyn_ref::<js_sys::JsString>()
+        .filter(|s| s.length() <= max)
+        .and_then(|s| s.as_string())
 }
 
 fn realm() -> String {
@@ -67,12 +90,13 @@ impl CrossTab {
         let channel =
             Reflect::construct(&ctor, &js_sys::Array::of1(&JsValue::from_str(&name))).ok()?;
         let post: Function = get(&channel, "postMessage").ok()?.dyn_into().ok()?;
-        let own = realm();
+        // Compared in JS (`===`): a sender's id is never copied in.
+        let own = JsValue::from_str(&realm());
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
             let Ok(data) = get(&event, "data") else {
                 return;
             };
-            if get(&data, "r").ok().and_then(|r| r.as_string()).as_deref() == Some(own.as_str()) {
+            if get(&data, "r").is_ok_and(|r| r == own) {
                 return;
             }
             if let (Some(engine), Some(msg)) = (engine.upgrade(), decode(&data)) {
@@ -97,6 +121,13 @@ impl CrossTab {
     }
 
     pub fn send(&self, msg: &Peer) {
+        let key = match msg {
+            Peer::Open { key, .. } | Peer::Closed { key } | Peer::Cooldown { key, .. } => key,
+        };
+        // The other tabs would drop it.
+        if key.encode_utf16().count() > MAX_PEER_KEY as usize {
+            return;
+        }
         let o = Obj::new();
         o.set("r", realm());
         match msg {
@@ -144,16 +175,22 @@ impl Drop for CrossTab {
     }
 }
 
+/// A message from another tab, or None when it is not one this code sends:
+/// not an object, an unknown type, a key that is not a string of at most
+/// [`MAX_PEER_KEY`] units, a time that is not a finite number.
 fn decode(data: &JsValue) -> Option<Peer> {
-    let text = |k: &str| get(data, k).ok().and_then(|v| v.as_string());
+    if !data.is_object() {
+        return None;
+    }
+    let text = |k: &str, max: u32| bounded_string(&get(data, k).ok()?, max);
     let num = |k: &str| {
         get(data, k)
             .ok()
             .and_then(|v| v.as_f64())
             .filter(|v| v.is_finite())
     };
-    let key = text("key")?;
-    match text("t")?.as_str() {
+    let key = text("key", MAX_PEER_KEY)?;
+    match text("t", 8)?.as_str() {
         "open" => Some(Peer::Open {
             key,
             until: num("until")?,
@@ -305,7 +342,10 @@ fn on_lock(ticket: u32, lock: JsValue) -> JsValue {
 }
 
 /// Fallback without Web Locks: a 30 s lease in LocalStorage. Not atomic
-/// across tabs, but it keeps the probe to one tab in all but a race.
+/// across tabs, but it keeps the probe to one tab in all but a race. Only a
+/// lease ending within [`LEASE_MS`] from now holds: one further ahead (a
+/// forged entry, or one written before the wall clock stepped back) would
+/// keep the breaker half-open forever, so it is overwritten.
 fn lease(name: &str) -> Option<ProbeLock> {
     let storage = get(&js_sys::global(), "localStorage")
         .ok()
@@ -327,14 +367,15 @@ fn lease(name: &str) -> Option<ProbeLock> {
         .ok()
     };
     let now = epoch_ms();
+    // A time in ms is about 13 digits: a longer value is no lease of ours.
     let held = call("getItem", &[&JsValue::from_str(name)])
-        .and_then(|v| v.as_string())
+        .and_then(|v| bounded_string(&v, 32))
         .map(|v| js_sys::Number::parse_float(&v))
-        .is_some_and(|until| until > now);
+        .is_some_and(|until| until > now && until <= now + LEASE_MS);
     if held {
         return None;
     }
-    let until = JsValue::from_f64(now + 30_000.0);
+    let until = JsValue::from_f64(now + LEASE_MS);
     call("setItem", &[&JsValue::from_str(name), &until])?;
     Some(ProbeLock {
         release: None,

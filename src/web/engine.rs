@@ -71,7 +71,8 @@ pub struct Engine {
     me: Weak<Engine>,
 }
 
-/// Cooldowns kept at most; expired ones are dropped first.
+/// Cooldowns kept at most; expired ones are dropped first, then the one
+/// that ends first.
 const MAX_COOLDOWNS: usize = 256;
 
 impl Engine {
@@ -745,7 +746,12 @@ fn set_cooldown(cooldowns: &mut VecMap<String, f64>, key: String, until: f64) {
     }
     if let Some(u) = cooldowns.get_mut(&key) {
         *u = u.max(until);
-    } else if cooldowns.len() < MAX_COOLDOWNS {
+    } else {
+        // Still full, every cooldown running (another tab can send 256):
+        // the one that ends first makes room, so a new key is always held.
+        if cooldowns.len() >= MAX_COOLDOWNS {
+            cooldowns.remove_min_by(f64::total_cmp);
+        }
         cooldowns.insert(key, until);
     }
 }

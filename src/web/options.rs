@@ -311,25 +311,30 @@ pub fn read_idempotency_key(r: &Reader) -> Result<Option<IdemKey>, OptionsError>
         Some(v) if v.as_bool() == Some(true) => Ok(Some(IdemKey::Random)),
         Some(v) if v.as_bool() == Some(false) => Ok(None),
         Some(v) => match v.as_string() {
-            Some(s) if s.is_empty() || s.len() > 255 => {
-                Err(err("idempotencyKey", "must be 1 to 255 characters"))
-            }
-            // It goes as a header value: what cannot be one would be dropped.
-            // Headers would trim outer spaces: the key sent would differ.
-            Some(s)
-                if !s.bytes().all(|b| (0x20..0x7f).contains(&b))
-                    || s.starts_with(' ')
-                    || s.ends_with(' ') =>
-            {
-                Err(err(
-                    "idempotencyKey",
-                    "must be printable ASCII with no outer spaces (it is sent as a header)",
-                ))
-            }
-            Some(s) => Ok(Some(IdemKey::Given(s))),
+            Some(s) => match idempotency_key_problem(&s) {
+                Some(problem) => Err(err("idempotencyKey", problem)),
+                None => Ok(Some(IdemKey::Given(s))),
+            },
             None => Err(err("idempotencyKey", "must be a string or true")),
         },
     }
+}
+
+/// What is wrong with `key` as an idempotency key, whether it came as the
+/// `idempotencyKey` option or as an `Idempotency-Key` header: None when it
+/// is 1 to 255 printable ASCII characters, not blank.
+pub fn idempotency_key_problem(key: &str) -> Option<&'static str> {
+    if key.is_empty() || key.len() > 255 {
+        return Some("must be 1 to 255 characters");
+    }
+    // It goes as a header value: what cannot be one would be dropped.
+    // Headers would trim outer spaces: the key sent would differ (and all
+    // spaces would be blank).
+    if !key.bytes().all(|b| (0x20..0x7f).contains(&b)) || key.starts_with(' ') || key.ends_with(' ')
+    {
+        return Some("must be printable ASCII with no outer spaces (it is sent as a header)");
+    }
+    None
 }
 
 pub enum IdemKey {

@@ -5,7 +5,7 @@
 //!
 //! A cache is never a source of errors. Every way storage fails (access
 //! that throws, `getItem` that throws, corrupt JSON or an entry of the wrong
-//! shape, a full quota, a document that cannot be serialized or, for
+//! shape or an impossible date, a full quota, a document that cannot be serialized or, for
 //! LocalStorage, is over `maxEntryBytes`) becomes "no copy" (or "not stored") plus a [`Fault`],
 //! which `schema()` reports as a `'storage'` event.
 //!
@@ -46,6 +46,10 @@ extern "C" {
 
 /// Copies kept in memory per client at most; the oldest stored goes first.
 const MEMORY_ENTRIES: usize = 32;
+
+/// How far ahead of this clock a copy's date may be (another tab's clock,
+/// a small step) before the copy counts as corrupt (API.md: 60 s).
+const FUTURE_SLACK_MS: f64 = 60_000.0;
 
 /// A copy in memory and the client it belongs to.
 struct Held {
@@ -165,16 +169,20 @@ impl Store {
                 return None;
             }
         };
-        // Reflect.get throws on null and primitives: a wrong shape too.
+        // Reflect.get throws on null and primitives: a wrong shape too. A
+        // date this client cannot have written (before 1970, or more than
+        // FUTURE_SLACK_MS ahead: a forged entry or a wall clock stepped
+        // back) is corrupt too: it would be served as new whatever maxAgeMs.
+        let now = epoch_ms();
         let saved = get(&entry, "t").ok().and_then(|t| t.as_f64());
-        let Some(saved) = saved.filter(|t| t.is_finite()) else {
+        let Some(saved) = saved.filter(|t| (0.0..=now + FUTURE_SLACK_MS).contains(t)) else {
             faults.push(Fault::new("corrupt", None));
             return None;
         };
         if get(&entry, "v").unwrap_or_default() != *version {
             return None;
         }
-        let age_ms = (epoch_ms() - saved).max(0.0);
+        let age_ms = (now - saved).max(0.0);
         if max_age_ms.is_some_and(|max| age_ms > max) {
             return None;
         }

@@ -47,6 +47,19 @@ impl<K: Ord, V> VecMap<K, V> {
         Some(self.0.remove(i).1)
     }
 
+    /// Removes the entry whose value is least by `cmp`, if any.
+    pub fn remove_min_by(&mut self, mut cmp: impl FnMut(&V, &V) -> std::cmp::Ordering) {
+        let least = self
+            .0
+            .iter()
+            .enumerate()
+            .min_by(|(_, a), (_, b)| cmp(&a.1, &b.1))
+            .map(|(i, _)| i);
+        if let Some(i) = least {
+            self.0.remove(i);
+        }
+    }
+
     pub fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
         self.0.retain(|(_, v)| keep(v));
     }
