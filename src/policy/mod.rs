@@ -20,6 +20,7 @@ pub mod classify;
 pub mod deadline;
 pub mod limiter;
 pub mod options;
+pub mod ratelimit;
 pub mod stats;
 mod window;
 
