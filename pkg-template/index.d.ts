@@ -105,6 +105,16 @@ export interface ClientOptions {
    * Default true where BroadcastChannel exists.
    */
   crossTab?: boolean;
+  /**
+   * Obey the quota a server announces (IETF `RateLimit` / `RateLimit-Policy`,
+   * `RateLimit-*`, `X-RateLimit-*`, `X-Rate-Limit-*`): when none remains, later
+   * calls to the same breaker key wait for the reset (or, if it outlasts their
+   * deadline, fail at once with CircuitOpenError and its `retryInMs`); when
+   * little remains, calls are spaced over the rest of the window. Waits are
+   * capped at `retry.maxRetryAfterMs`, shared with other tabs like Retry-After,
+   * and reported as 'wait' events. Default true.
+   */
+  rateLimit?: boolean;
   storage?: false | StorageOptions;
 }
 
@@ -119,6 +129,8 @@ export interface CallOptions {
   breakerKey?: string;
   /** Overrides the client's waitForOnline for this call. */
   waitForOnline?: boolean;
+  /** Overrides the client's rateLimit for this call. */
+  rateLimit?: boolean;
 }
 
 export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
@@ -207,7 +219,7 @@ export interface BreakerSnapshot {
   openForMs: number;
 }
 
-export type EventName = 'attempt' | 'retry' | 'timeout' | 'giveUp' | 'breaker' | 'fallback' | 'storage';
+export type EventName = 'attempt' | 'retry' | 'timeout' | 'giveUp' | 'breaker' | 'fallback' | 'storage' | 'wait';
 
 export interface StormguardEvent {
   type: EventName;
@@ -219,7 +231,7 @@ export interface StormguardEvent {
   remainingMs?: number;
   status?: number;
   errorName?: string;
-  /** 'retry': the backoff chosen. */
+  /** 'retry': the backoff chosen; 'wait': how long the call waits before its attempt. */
   delayMs?: number;
   key?: string;
   from?: string;
@@ -228,6 +240,10 @@ export interface StormguardEvent {
    * 'storage': what failed ('access', 'read', 'corrupt', 'write', 'serialize',
    * 'tooLarge'); `errorName` is then what the host threw, if it threw
    * ('SecurityError', 'QuotaExceededError', 'SyntaxError').
+   * 'wait': why the call waits for its key: 'retryAfter' (a Retry-After, or a
+   * refusal's rate-limit reset), 'quota' (none remains until the reset),
+   * 'pace' (little remains: calls are spaced), 'crossTab' (another tab was
+   * told to wait).
    */
   reason?: string;
 }

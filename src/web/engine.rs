@@ -27,6 +27,7 @@ use crate::policy::classify::{plan_retry, sample, Outcome, RetryDenied, RetryInp
 use crate::policy::deadline::Deadline;
 use crate::policy::limiter::{Acquire, Limiter, WaiterId};
 use crate::policy::options::{CallConfig, ClientConfig, RetryConfig};
+use crate::policy::ratelimit::{Admit, Limits, Why};
 use crate::policy::stats::Stats;
 
 /// Everything one logical call needs, fixed before its first attempt.
@@ -81,8 +82,9 @@ pub struct State {
     pub listeners: Vec<Listener>,
     /// Shared network calls in flight, by dedupe key.
     pub flights: VecMap<String, Rc<Flight>>,
-    /// Retry-After cooldowns by breaker key: no attempt before this time.
-    pub cooldowns: VecMap<String, f64>,
+    /// By breaker key: no attempt before a time (Retry-After cooldowns,
+    /// spent quotas), spacing while a quota is low.
+    pub limits: Limits,
     /// The last request number (request ids count 1, 2, 3 ... per client).
     pub next_id: u64,
     /// The last internal key (of `calls` and `listeners`).
@@ -101,9 +103,6 @@ pub struct Engine {
     me: Weak<Engine>,
 }
 
-/// Cooldowns kept at most; expired ones are dropped first.
-const MAX_COOLDOWNS: usize = 256;
-
 impl Engine {
     pub fn new(cfg: ClientConfig) -> Rc<Engine> {
         let limiter = match &cfg.concurrency {
@@ -119,7 +118,7 @@ impl Engine {
             calls: VecMap::new(),
             listeners: Vec::new(),
             flights: VecMap::new(),
-            cooldowns: VecMap::new(),
+            limits: Limits::new(),
             next_id: 0,
             next_key: 0,
             closed: false,
@@ -277,22 +276,30 @@ impl Engine {
                 }
                 Peer::Cooldown { key, until } => {
                     // No longer than this client would wait itself.
-                    let cap = self.cfg.retry.as_ref().map_or_else(
-                        || RetryConfig::default().max_retry_after_ms,
-                        |r| r.max_retry_after_ms,
-                    );
-                    set_cooldown(&mut st.cooldowns, key, now + (until - epoch).min(cap));
+                    let until = now + (until - epoch).min(self.hold_cap());
+                    st.limits.hold(&key, until, Why::Peer, now);
                 }
             }
         }
         self.flush_transitions("", false);
     }
 
-    /// Retry-After for `key`: this client's other calls and the other tabs
-    /// make no attempt to it before `wait_ms` has passed.
-    fn cooldown(&self, key: &str, wait_ms: f64) {
-        let until = now_ms() + wait_ms;
-        set_cooldown(&mut self.st.borrow_mut().cooldowns, key.to_owned(), until);
+    /// The longest hold this client sets or accepts: `maxRetryAfterMs`.
+    fn hold_cap(&self) -> f64 {
+        self.cfg.retry.as_ref().map_or_else(
+            || RetryConfig::default().max_retry_after_ms,
+            |r| r.max_retry_after_ms,
+        )
+    }
+
+    /// Retry-After (or a spent quota) for `key`: this client's other calls
+    /// and the other tabs make no attempt to it before `wait_ms` has passed.
+    fn cooldown(&self, key: &str, wait_ms: f64, why: Why) {
+        let now = now_ms();
+        self.st
+            .borrow_mut()
+            .limits
+            .hold(key, now + wait_ms, why, now);
         if let Some(x) = self.crosstab.get() {
             x.send(&Peer::Cooldown {
                 key: key.to_owned(),
@@ -301,33 +308,51 @@ impl Engine {
         }
     }
 
-    /// Waits out a cooldown of the call's key, or fails at once with
-    /// CircuitOpenError when it outlasts the deadline. Returns the time
-    /// after the wait (`now` itself when there was none).
+    /// Waits out a cooldown of the call's key and, while its quota is low,
+    /// for its turn; fails at once with CircuitOpenError when the wait
+    /// outlasts the deadline. Returns the time after the wait (`now` itself
+    /// when there was none).
     async fn respect_cooldown(
         &self,
         call: &Call,
         deadline: &Deadline,
-        now: f64,
+        mut now: f64,
     ) -> Result<f64, CallError> {
-        let wait = match self.st.borrow().cooldowns.get(&call.breaker_key) {
-            Some(until) if *until > now => until - now,
-            _ => return Ok(now),
-        };
         // schema() fails over at once, but not on the cooldown its own
         // last answer set (its planned retry waits exactly that long, and
         // a timer may fire a hair early).
         let fail_fast = call.prefer_cache && call.cancel.attempts() == 0;
-        if fail_fast || wait >= deadline.remaining(now) {
-            return Err(CallError::new(ErrorKind::CircuitOpen {
-                key: call.breaker_key.clone(),
-                retry_in_ms: wait,
-            }));
+        loop {
+            let max_wait = if fail_fast {
+                0.0
+            } else {
+                deadline.remaining(now)
+            };
+            let admit = self
+                .st
+                .borrow_mut()
+                .limits
+                .admit(&call.breaker_key, now, max_wait);
+            let (wait, why) = match admit {
+                Admit::Now => return Ok(now),
+                Admit::Wait { ms, why } => (ms, why),
+                Admit::Refuse { ms, .. } => {
+                    return Err(CallError::new(ErrorKind::CircuitOpen {
+                        key: call.breaker_key.clone(),
+                        retry_in_ms: ms,
+                    }))
+                }
+            };
+            self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
+                o.set("delayMs", wait)
+                    .set("reason", why.as_str())
+                    .set("key", call.breaker_key.as_str());
+            });
+            if call.cancel.sleep(wait).await == Wake::Cancelled {
+                return Err(abort_error(&call.cancel));
+            }
+            now = now_ms();
         }
-        if call.cancel.sleep(wait).await == Wake::Cancelled {
-            return Err(abort_error(&call.cancel));
-        }
-        Ok(now_ms())
     }
 
     fn breaker_acquire(&self, call: &Call, now: f64) -> Result<Option<Permit>, f64> {
@@ -538,8 +563,22 @@ impl Engine {
             } else {
                 (call.cfg.timeout_ms, "attempt")
             };
-            let end = fetch::attempt(call, timeout_ms).await;
+            let (end, quota) = fetch::attempt(call, timeout_ms).await;
             self.release_slot();
+            if let Some(q) = quota {
+                let (now, cap) = (now_ms(), self.hold_cap());
+                let held = self
+                    .st
+                    .borrow_mut()
+                    .limits
+                    .observe(&call.breaker_key, &q, now, cap);
+                if let (Some(until), Some(x)) = (held, self.crosstab.get()) {
+                    x.send(&Peer::Cooldown {
+                        key: call.breaker_key.clone(),
+                        until: epoch_ms() + (until - now),
+                    });
+                }
+            }
 
             let failure_statuses = self.cfg.failure_statuses();
             let (outcome, mut err, response, retry_after) = match end {
@@ -573,6 +612,7 @@ impl Engine {
                     status,
                     status_text,
                     retry_after,
+                    reset_ms,
                     response,
                     body,
                 } => {
@@ -581,8 +621,13 @@ impl Engine {
                         status_text,
                         body,
                     });
+                    // A Retry-After present decides, even malformed; without
+                    // one, the rate-limit reset (ky's reading).
                     let ra = if retry.retry_after && (status == 429 || status == 503) {
-                        retry_after.and_then(|v| parse_retry_after(&v, epoch_ms()))
+                        match retry_after {
+                            Some(v) => parse_retry_after(&v, epoch_ms()),
+                            None => reset_ms,
+                        }
                     } else {
                         None
                     };
@@ -590,7 +635,7 @@ impl Engine {
                     // (and the other tabs) back; one beyond maxRetryAfterMs
                     // just ends this call.
                     if let Some(wait) = ra.filter(|w| *w <= retry.max_retry_after_ms) {
-                        self.cooldown(&call.breaker_key, wait);
+                        self.cooldown(&call.breaker_key, wait, Why::RetryAfter);
                     }
                     (Outcome::Status(status), e, Some(response), ra)
                 }
@@ -770,21 +815,6 @@ impl Engine {
         for c in calls {
             c.cancel(CancelReason::Closed);
         }
-    }
-}
-
-fn set_cooldown(cooldowns: &mut VecMap<String, f64>, key: String, until: f64) {
-    if !until.is_finite() {
-        return;
-    }
-    if cooldowns.len() >= MAX_COOLDOWNS {
-        let now = now_ms();
-        cooldowns.retain(|u| *u > now);
-    }
-    if let Some(u) = cooldowns.get_mut(&key) {
-        *u = u.max(until);
-    } else if cooldowns.len() < MAX_COOLDOWNS {
-        cooldowns.insert(key, until);
     }
 }
 

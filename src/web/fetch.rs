@@ -15,8 +15,9 @@ use web_sys::{AbortController, AbortSignal, Headers, Request, RequestInit, Respo
 use super::cancel::Alarm;
 use super::convert::get;
 use super::engine::Call;
-use super::host::{either_signal, global_fetch, json_parse};
+use super::host::{either_signal, epoch_ms, global_fetch, json_parse};
 use super::task::settle;
+use crate::policy::ratelimit::{self, Quota};
 
 /// What a call resolves with.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -99,6 +100,9 @@ pub enum AttemptEnd {
         status: u16,
         status_text: String,
         retry_after: Option<String>,
+        /// A 429/503 without Retry-After: the wait its rate-limit fields
+        /// ask for (when the call honours Retry-After).
+        reset_ms: Option<f64>,
         response: Response,
         body: JsValue,
     },
@@ -114,15 +118,16 @@ pub const ERROR_BODY_CHARS: u32 = 1024;
 /// Runs one attempt of the call's target with its own controller and a
 /// timer of `timeout_ms`. The controller is registered with the call's
 /// cancel state, so a caller abort or `close()` aborts the network request
-/// itself.
-pub async fn attempt(call: &Call, timeout_ms: f64) -> AttemptEnd {
+/// itself. With the end comes the quota the answer announced, if the call
+/// obeys rate limits and there was an answer.
+pub async fn attempt(call: &Call, timeout_ms: f64) -> (AttemptEnd, Option<Quota>) {
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
-        return AttemptEnd::Cancelled;
+        return (AttemptEnd::Cancelled, None);
     }
     let ctl = match AbortController::new() {
         Ok(c) => c,
-        Err(e) => return AttemptEnd::Network(e),
+        Err(e) => return (AttemptEnd::Network(e), None),
     };
     cancel.set_attempt(Some(ctl.clone()));
     let timed_out = Rc::new(Cell::new(false));
@@ -131,18 +136,25 @@ pub async fn attempt(call: &Call, timeout_ms: f64) -> AttemptEnd {
         Some(caller) => either_signal(&ctl.signal(), caller),
         None => ctl.signal(),
     };
-    let end = run(&call.target, call.mode, &signal).await;
+    let mut quota = None;
+    let end = run(call, &signal, &mut quota).await;
     cancel.set_attempt(None);
-    match end {
+    let end = match end {
         Ok(end) => end,
         Err(_) if cancel.is_cancelled() => AttemptEnd::Cancelled,
         Err(_) if timed_out.get() => AttemptEnd::Timeout,
         Err(e) => AttemptEnd::Network(e),
-    }
+    };
+    (end, quota)
 }
 
-async fn run(target: &Target, mode: Mode, signal: &AbortSignal) -> Result<AttemptEnd, JsValue> {
-    let sent = match target {
+async fn run(
+    call: &Call,
+    signal: &AbortSignal,
+    quota: &mut Option<Quota>,
+) -> Result<AttemptEnd, JsValue> {
+    let mode = call.mode;
+    let sent = match &call.target {
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
             global_fetch(url, init)
@@ -159,8 +171,19 @@ async fn run(target: &Target, mode: Mode, signal: &AbortSignal) -> Result<Attemp
     };
     let resp: Response = settle(sent).await?.unchecked_into();
     let status = resp.status();
+    let headers = resp.headers();
+    let field = |name: &str| headers.get(name).ok().flatten();
+    if call.cfg.rate_limit {
+        *quota = ratelimit::read(field, epoch_ms());
+    }
     if !(200..300).contains(&status) {
-        let retry_after = resp.headers().get("retry-after").ok().flatten();
+        let retry_after = field("retry-after");
+        let honours = call.cfg.retry.as_ref().is_some_and(|r| r.retry_after);
+        let reset_ms = if honours && retry_after.is_none() && (status == 429 || status == 503) {
+            ratelimit::refusal_wait_ms(field, epoch_ms())
+        } else {
+            None
+        };
         let body = match mode {
             Mode::Request(_) => read_prefix(&resp, ERROR_BODY_CHARS).await?,
             Mode::Fetch => JsValue::UNDEFINED,
@@ -169,6 +192,7 @@ async fn run(target: &Target, mode: Mode, signal: &AbortSignal) -> Result<Attemp
             status,
             status_text: resp.status_text(),
             retry_after,
+            reset_ms,
             response: resp,
             body,
         });

@@ -238,6 +238,7 @@ pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
         dedupe: r.bool("dedupe")?,
         wait_for_online: r.bool("waitForOnline")?,
         cross_tab: r.bool("crossTab")?,
+        rate_limit: r.bool("rateLimit")?,
         storage: r.toggle("storage", |r| {
             Ok(RawStorage {
                 prefix: r.string("prefix")?,
@@ -253,6 +254,7 @@ pub fn read_call(r: &Reader) -> Result<RawCallOptions, OptionsError> {
         deadline_ms: r.num("deadlineMs")?,
         retry: r.toggle("retry", read_retry)?,
         wait_for_online: r.bool("waitForOnline")?,
+        rate_limit: r.bool("rateLimit")?,
     })
 }
 
