@@ -431,16 +431,18 @@ struct Pace {
 #[derive(Debug, Clone, PartialEq)]
 struct Entry {
     key: String,
+    /// Retry-After (this client's or another tab's): every call obeys.
     hold_until: f64,
     why: Why,
+    /// A spent quota: calls with `rateLimit: false` ignore it.
+    quota_until: f64,
     pace: Option<Pace>,
 }
 
 impl Entry {
     fn ends(&self) -> f64 {
-        self.pace
-            .as_ref()
-            .map_or(self.hold_until, |p| p.until.max(self.hold_until))
+        let held = self.hold_until.max(self.quota_until);
+        self.pace.as_ref().map_or(held, |p| p.until.max(held))
     }
 }
 
@@ -464,12 +466,18 @@ impl Limits {
     }
 
     /// No send to `key` before `until` (a later hold wins; a non-finite
-    /// time is ignored).
+    /// time is ignored). A `Why::Quota` hold binds only calls that obey
+    /// rate limits; any other binds every call.
     pub fn hold(&mut self, key: &str, until: f64, why: Why, now_ms: f64) {
         if !until.is_finite() || until <= now_ms {
             return;
         }
-        if let Some(e) = self.entry(key, now_ms).filter(|e| until > e.hold_until) {
+        let Some(e) = self.entry(key, now_ms) else {
+            return;
+        };
+        if why == Why::Quota {
+            e.quota_until = e.quota_until.max(until);
+        } else if until > e.hold_until {
             e.hold_until = until;
             e.why = why;
         }
@@ -484,7 +492,7 @@ impl Limits {
         match q.advice() {
             Advice::Hold(ms) => {
                 let until = now_ms + cap(ms);
-                let before = self.find(key).map(|e| e.hold_until);
+                let before = self.find(key).map(|e| e.quota_until);
                 self.hold(key, until, Why::Quota, now_ms);
                 (before.is_none_or(|b| until > b) && until > now_ms).then_some(until)
             }
@@ -514,8 +522,9 @@ impl Limits {
 
     /// May a call to `key` be sent at `now_ms`? A wait of `max_wait_ms` or
     /// more is refused (the caller's deadline). A send admitted while
-    /// spacing takes its slot.
-    pub fn admit(&mut self, key: &str, now_ms: f64, max_wait_ms: f64) -> Admit {
+    /// spacing takes its slot. A call that does not `obey` rate limits
+    /// waits for Retry-After holds only.
+    pub fn admit(&mut self, key: &str, now_ms: f64, max_wait_ms: f64, obey: bool) -> Admit {
         let Some(e) = self.entries.iter_mut().find(|e| e.key == key) else {
             return Admit::Now;
         };
@@ -526,10 +535,19 @@ impl Limits {
                 Admit::Wait { ms, why }
             }
         };
-        if e.hold_until > now_ms {
-            return decide(e.hold_until - now_ms, e.why);
+        let quota = if obey {
+            e.quota_until
+        } else {
+            f64::NEG_INFINITY
+        };
+        if e.hold_until.max(quota) > now_ms {
+            return if e.hold_until >= quota {
+                decide(e.hold_until - now_ms, e.why)
+            } else {
+                decide(quota - now_ms, Why::Quota)
+            };
         }
-        let Some(p) = e.pace.as_mut() else {
+        let Some(p) = e.pace.as_mut().filter(|_| obey) else {
             return Admit::Now;
         };
         if now_ms >= p.until {
@@ -546,7 +564,7 @@ impl Limits {
     /// How long `key` is held from `now_ms` (0 when it is not).
     pub fn held_for(&self, key: &str, now_ms: f64) -> f64 {
         self.find(key)
-            .map_or(0.0, |e| (e.hold_until - now_ms).max(0.0))
+            .map_or(0.0, |e| (e.hold_until.max(e.quota_until) - now_ms).max(0.0))
     }
 
     fn find(&self, key: &str) -> Option<&Entry> {
@@ -574,6 +592,7 @@ impl Limits {
                 key: key.to_owned(),
                 hold_until: f64::NEG_INFINITY,
                 why: Why::RetryAfter,
+                quota_until: f64::NEG_INFINITY,
                 pace: None,
             });
         }
@@ -859,7 +878,7 @@ mod tests {
         let until = t.observe("k", &q(0, Some(1000.0), None, None), 0.0, 30_000.0);
         assert_eq!(until, Some(1000.0));
         assert_eq!(
-            t.admit("k", 400.0, 10_000.0),
+            t.admit("k", 400.0, 10_000.0, true),
             Admit::Wait {
                 ms: 600.0,
                 why: Why::Quota
@@ -867,28 +886,66 @@ mod tests {
         );
         // Beyond the caller's deadline: refused at once.
         assert_eq!(
-            t.admit("k", 400.0, 600.0),
+            t.admit("k", 400.0, 600.0, true),
             Admit::Refuse {
                 ms: 600.0,
                 why: Why::Quota
             }
         );
-        assert_eq!(t.admit("other", 400.0, 10_000.0), Admit::Now);
-        assert_eq!(t.admit("k", 1000.0, 10_000.0), Admit::Now);
+        assert_eq!(t.admit("other", 400.0, 10_000.0, true), Admit::Now);
+        assert_eq!(t.admit("k", 1000.0, 10_000.0, true), Admit::Now);
         // A hold is never shortened by a later, shorter one.
         t.hold("k", 5000.0, Why::RetryAfter, 1000.0);
         assert_eq!(
             t.observe("k", &q(0, Some(1000.0), None, None), 1000.0, 30_000.0),
-            None
+            Some(2000.0)
         );
         assert_eq!(t.held_for("k", 1000.0), 4000.0);
         assert_eq!(
-            t.admit("k", 1000.0, 10_000.0),
+            t.admit("k", 1000.0, 10_000.0, true),
             Admit::Wait {
                 ms: 4000.0,
                 why: Why::RetryAfter
             }
         );
+    }
+
+    #[test]
+    fn calls_that_ignore_rate_limits_obey_retry_after_only() {
+        let mut t = Limits::new();
+        t.observe("k", &q(0, Some(5000.0), None, None), 0.0, 30_000.0);
+        assert_eq!(t.admit("k", 0.0, 10_000.0, false), Admit::Now);
+        t.hold("k", 1000.0, Why::RetryAfter, 0.0);
+        let retry_after = Admit::Wait {
+            ms: 1000.0,
+            why: Why::RetryAfter,
+        };
+        assert_eq!(t.admit("k", 0.0, 10_000.0, false), retry_after);
+        // The longer of the two binds a call that obeys.
+        assert_eq!(
+            t.admit("k", 0.0, 10_000.0, true),
+            Admit::Wait {
+                ms: 5000.0,
+                why: Why::Quota
+            }
+        );
+        t.hold("k", 9000.0, Why::Peer, 0.0);
+        assert_eq!(
+            t.admit("k", 0.0, 10_000.0, true),
+            Admit::Wait {
+                ms: 9000.0,
+                why: Why::Peer
+            }
+        );
+        // Spacing binds only calls that obey.
+        let mut t = Limits::new();
+        t.observe("k", &q(2, Some(2000.0), None, None), 0.0, 30_000.0);
+        assert_eq!(t.admit("k", 0.0, 10_000.0, true), Admit::Now);
+        assert_eq!(t.admit("k", 0.0, 10_000.0, false), Admit::Now);
+        assert!(matches!(
+            t.admit("k", 0.0, 10_000.0, true),
+            Admit::Wait { .. }
+        ));
     }
 
     #[test]
@@ -909,18 +966,18 @@ mod tests {
             t.observe("k", &q(4, Some(2000.0), None, None), 0.0, 30_000.0),
             None
         );
-        assert_eq!(t.admit("k", 0.0, 10_000.0), Admit::Now);
+        assert_eq!(t.admit("k", 0.0, 10_000.0, true), Admit::Now);
         let wait = |ms| Admit::Wait { ms, why: Why::Pace };
-        assert_eq!(t.admit("k", 100.0, 10_000.0), wait(400.0));
+        assert_eq!(t.admit("k", 100.0, 10_000.0, true), wait(400.0));
         assert_eq!(
-            t.admit("k", 100.0, 10_000.0),
+            t.admit("k", 100.0, 10_000.0, true),
             wait(400.0),
             "a wait takes no slot"
         );
-        assert_eq!(t.admit("k", 500.0, 10_000.0), Admit::Now);
-        assert_eq!(t.admit("k", 500.0, 10_000.0), wait(500.0));
+        assert_eq!(t.admit("k", 500.0, 10_000.0, true), Admit::Now);
+        assert_eq!(t.admit("k", 500.0, 10_000.0, true), wait(500.0));
         assert_eq!(
-            t.admit("k", 500.0, 500.0),
+            t.admit("k", 500.0, 500.0, true),
             Admit::Refuse {
                 ms: 500.0,
                 why: Why::Pace
@@ -928,18 +985,21 @@ mod tests {
         );
         // A newer answer: 1 left in 1 s, from the slot already taken.
         t.observe("k", &q(1, Some(1000.0), None, None), 600.0, 30_000.0);
-        assert_eq!(t.admit("k", 1000.0, 10_000.0), Admit::Now);
-        assert_eq!(t.admit("k", 1100.0, 10_000.0), wait(900.0));
+        assert_eq!(t.admit("k", 1000.0, 10_000.0, true), Admit::Now);
+        assert_eq!(t.admit("k", 1100.0, 10_000.0, true), wait(900.0));
         // Spacing ends at the reset...
-        assert_eq!(t.admit("k", 1600.0, 10_000.0), Admit::Now);
-        assert_eq!(t.admit("k", 1600.0, 10_000.0), Admit::Now);
+        assert_eq!(t.admit("k", 1600.0, 10_000.0, true), Admit::Now);
+        assert_eq!(t.admit("k", 1600.0, 10_000.0, true), Admit::Now);
         // ... or when the server says enough is left.
         t.observe("k", &q(2, Some(1000.0), None, None), 2000.0, 30_000.0);
-        assert_eq!(t.admit("k", 2000.0, 10_000.0), Admit::Now);
-        assert!(matches!(t.admit("k", 2000.0, 10_000.0), Admit::Wait { .. }));
+        assert_eq!(t.admit("k", 2000.0, 10_000.0, true), Admit::Now);
+        assert!(matches!(
+            t.admit("k", 2000.0, 10_000.0, true),
+            Admit::Wait { .. }
+        ));
         t.observe("k", &q(50, Some(1000.0), None, None), 2000.0, 30_000.0);
-        assert_eq!(t.admit("k", 2000.0, 10_000.0), Admit::Now);
-        assert_eq!(t.admit("k", 2000.0, 10_000.0), Admit::Now);
+        assert_eq!(t.admit("k", 2000.0, 10_000.0, true), Admit::Now);
+        assert_eq!(t.admit("k", 2000.0, 10_000.0, true), Admit::Now);
     }
 
     #[test]
@@ -996,7 +1056,7 @@ mod tests {
                     0 => { t.observe("k", &q(r, Some(reset), Some(100), None), now, 30_000.0); }
                     1 => { t.hold("k", now + reset.min(30_000.0), Why::RetryAfter, now); }
                     _ => {
-                        match t.admit("k", now, f64::INFINITY) {
+                        match t.admit("k", now, f64::INFINITY, true) {
                             Admit::Wait { ms, .. } => prop_assert!(ms > 0.0 && ms <= 30_000.0),
                             Admit::Refuse { .. } => prop_assert!(false, "no deadline"),
                             Admit::Now => {}

@@ -274,10 +274,11 @@ impl Engine {
                         b.force_close(&key, now);
                     }
                 }
-                Peer::Cooldown { key, until } => {
+                Peer::Cooldown { key, until, quota } => {
                     // No longer than this client would wait itself.
                     let until = now + (until - epoch).min(self.hold_cap());
-                    st.limits.hold(&key, until, Why::Peer, now);
+                    let why = if quota { Why::Quota } else { Why::Peer };
+                    st.limits.hold(&key, until, why, now);
                 }
             }
         }
@@ -292,18 +293,25 @@ impl Engine {
         )
     }
 
-    /// Retry-After (or a spent quota) for `key`: this client's other calls
-    /// and the other tabs make no attempt to it before `wait_ms` has passed.
-    fn cooldown(&self, key: &str, wait_ms: f64, why: Why) {
+    /// Retry-After for `key`: this client's other calls and the other tabs
+    /// make no attempt to it before `wait_ms` has passed.
+    fn cooldown(&self, key: &str, wait_ms: f64) {
         let now = now_ms();
         self.st
             .borrow_mut()
             .limits
-            .hold(key, now + wait_ms, why, now);
+            .hold(key, now + wait_ms, Why::RetryAfter, now);
+        self.tell_tabs(key, wait_ms, false);
+    }
+
+    /// Tells the other tabs to hold `key` for `wait_ms` (a spent `quota`,
+    /// or Retry-After).
+    fn tell_tabs(&self, key: &str, wait_ms: f64, quota: bool) {
         if let Some(x) = self.crosstab.get() {
             x.send(&Peer::Cooldown {
                 key: key.to_owned(),
                 until: epoch_ms() + wait_ms,
+                quota,
             });
         }
     }
@@ -328,11 +336,12 @@ impl Engine {
             } else {
                 deadline.remaining(now)
             };
-            let admit = self
-                .st
-                .borrow_mut()
-                .limits
-                .admit(&call.breaker_key, now, max_wait);
+            let admit = self.st.borrow_mut().limits.admit(
+                &call.breaker_key,
+                now,
+                max_wait,
+                call.cfg.rate_limit,
+            );
             let (wait, why) = match admit {
                 Admit::Now => return Ok(now),
                 Admit::Wait { ms, why } => (ms, why),
@@ -572,11 +581,8 @@ impl Engine {
                     .borrow_mut()
                     .limits
                     .observe(&call.breaker_key, &q, now, cap);
-                if let (Some(until), Some(x)) = (held, self.crosstab.get()) {
-                    x.send(&Peer::Cooldown {
-                        key: call.breaker_key.clone(),
-                        until: epoch_ms() + (until - now),
-                    });
+                if let Some(until) = held {
+                    self.tell_tabs(&call.breaker_key, until - now, true);
                 }
             }
 
@@ -635,7 +641,7 @@ impl Engine {
                     // (and the other tabs) back; one beyond maxRetryAfterMs
                     // just ends this call.
                     if let Some(wait) = ra.filter(|w| *w <= retry.max_retry_after_ms) {
-                        self.cooldown(&call.breaker_key, wait, Why::RetryAfter);
+                        self.cooldown(&call.breaker_key, wait);
                     }
                     (Outcome::Status(status), e, Some(response), ra)
                 }

@@ -43,7 +43,7 @@ export function rateLimitFields(form, { quota, remaining, leftMs, windowS, reset
   const endEpoch = nowEpochMs + t * 1000;
   const legacyReset = reset === 'epoch'
     ? String(Math.ceil(endEpoch / 1000))
-    : reset === 'date' ? new Date(endEpoch).toUTCString() : String(t);
+    : reset === 'date' ? new Date(Math.ceil(endEpoch / 1000) * 1000).toUTCString() : String(t);
   const legacy = (prefix) => ({
     [`${prefix}-Limit`]: String(quota),
     [`${prefix}-Remaining`]: String(remaining),
