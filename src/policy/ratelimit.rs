@@ -379,12 +379,24 @@ fn limit_window_ms(v: &str) -> Option<f64> {
         .map(seconds)
 }
 
+/// After a window's reset, how long the other calls wait for the answer
+/// to the one call sent to learn the new quota, at most.
+pub const PROBE_MS: f64 = 1000.0;
+
+/// While that answer is awaited, the others look again this often.
+pub const PROBE_POLL_MS: f64 = 50.0;
+
+/// An answer whose reset is this much later than the window known is a
+/// new window, not a late answer from the current one.
+const SAME_WINDOW_SLACK_MS: f64 = 1000.0;
+
 /// Why a key is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Why {
     /// A Retry-After (or a refusal's reset) this client was given.
     RetryAfter,
-    /// The quota is spent until its reset.
+    /// The quota is spent until its reset (or, just after a reset, the
+    /// answer that tells the new one is awaited).
     Quota,
     /// The quota is low: calls are spaced.
     Pace,
@@ -419,13 +431,29 @@ pub enum Admit {
     },
 }
 
+/// What this client knows of a key's current quota window.
 #[derive(Debug, Clone, PartialEq)]
-struct Pace {
-    interval: f64,
-    /// The spacing ends here (the reset).
-    until: f64,
-    /// The earliest next send.
+struct Window {
+    /// Sends this client may still make before `reset_at`: the remaining
+    /// count last announced, less the sends made since (answers to earlier
+    /// sends, arriving late, never raise it within a window).
+    allowance: u64,
+    reset_at: f64,
+    quota: Option<u64>,
+    /// Earliest next send while spacing.
     next: f64,
+    /// The window has passed: one send goes out to learn the new one.
+    probing: bool,
+}
+
+impl Window {
+    fn low(&self) -> bool {
+        !self.probing
+            && match self.quota {
+                Some(q) => self.allowance.saturating_mul(LOW_FRACTION) <= q,
+                None => self.allowance <= LOW_UNKNOWN,
+            }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -434,19 +462,26 @@ struct Entry {
     /// Retry-After (this client's or another tab's): every call obeys.
     hold_until: f64,
     why: Why,
-    /// A spent quota: calls with `rateLimit: false` ignore it.
-    quota_until: f64,
-    pace: Option<Pace>,
+    /// The announced quota: only calls that obey rate limits follow it.
+    window: Option<Window>,
 }
 
 impl Entry {
     fn ends(&self) -> f64 {
-        let held = self.hold_until.max(self.quota_until);
-        self.pace.as_ref().map_or(held, |p| p.until.max(held))
+        self.window
+            .as_ref()
+            .map_or(self.hold_until, |w| w.reset_at.max(self.hold_until))
     }
 }
 
-/// Per key: no send before a time, and spacing while the quota is low.
+/// Per key: Retry-After holds, and the quota window the server announced.
+///
+/// Within a window the sends are counted against the remaining quota, so
+/// concurrent calls do not all go out on one announcement; none left holds
+/// them until the reset, little left spaces them over the rest of the
+/// window. After the reset one call goes out first and the others wait for
+/// its answer (at most [`PROBE_MS`]), so the calls held back do not all hit
+/// the new window at once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Limits {
     entries: Vec<Entry>,
@@ -466,8 +501,8 @@ impl Limits {
     }
 
     /// No send to `key` before `until` (a later hold wins; a non-finite
-    /// time is ignored). A `Why::Quota` hold binds only calls that obey
-    /// rate limits; any other binds every call.
+    /// time is ignored). A `Why::Quota` hold (another tab's spent quota)
+    /// binds only calls that obey rate limits; any other binds every call.
     pub fn hold(&mut self, key: &str, until: f64, why: Why, now_ms: f64) {
         if !until.is_finite() || until <= now_ms {
             return;
@@ -476,54 +511,71 @@ impl Limits {
             return;
         };
         if why == Why::Quota {
-            e.quota_until = e.quota_until.max(until);
+            match e.window.as_mut() {
+                Some(w) if w.allowance == 0 && !w.probing => w.reset_at = w.reset_at.max(until),
+                _ => {
+                    e.window = Some(Window {
+                        allowance: 0,
+                        reset_at: until,
+                        quota: e.window.as_ref().and_then(|w| w.quota),
+                        next: now_ms,
+                        probing: false,
+                    })
+                }
+            }
         } else if until > e.hold_until {
             e.hold_until = until;
             e.why = why;
         }
     }
 
-    /// Applies the quota a response to `key` announced: a spent one holds
-    /// the key until its reset, a low one spaces its sends until then, a
-    /// plentiful one ends the spacing. Waits are capped at `max_ms`.
-    /// Returns the hold's end when this set one (to tell other tabs).
-    pub fn observe(&mut self, key: &str, q: &Quota, now_ms: f64, max_ms: f64) -> Option<f64> {
-        let cap = |ms: f64| ms.clamp(0.0, max_ms.max(0.0));
-        match q.advice() {
-            Advice::Hold(ms) => {
-                let until = now_ms + cap(ms);
-                let before = self.find(key).map(|e| e.quota_until);
-                self.hold(key, until, Why::Quota, now_ms);
-                (before.is_none_or(|b| until > b) && until > now_ms).then_some(until)
+    /// Applies what an answer to `key` announced (None: no rate-limit
+    /// fields, which ends what was known). Waits are capped at `max_ms`.
+    /// Returns the end of the hold when the quota is spent (to tell other
+    /// tabs), if this answer set or extended it.
+    pub fn observe(
+        &mut self,
+        key: &str,
+        q: Option<&Quota>,
+        now_ms: f64,
+        max_ms: f64,
+    ) -> Option<f64> {
+        let span = q.and_then(|q| q.reset_ms.or(q.window_ms));
+        let (Some(q), Some(span)) = (q, span) else {
+            if let Some(e) = self.entries.iter_mut().find(|e| e.key == key) {
+                e.window = None;
             }
-            Advice::Pace {
-                interval_ms,
-                for_ms,
-            } => {
-                let (interval, until) = (cap(interval_ms), now_ms + cap(for_ms));
-                if let Some(e) = self.entry(key, now_ms) {
-                    let next = e.pace.as_ref().map_or(now_ms, |p| p.next);
-                    e.pace = Some(Pace {
-                        interval,
-                        until,
-                        next,
-                    });
-                }
-                None
+            return None;
+        };
+        let reset_at = now_ms + span.clamp(0.0, max_ms.max(0.0));
+        let e = self.entry(key, now_ms)?;
+        let before = e.window.as_ref().map(|w| (w.allowance, w.reset_at));
+        match e.window.as_mut() {
+            Some(w) if !w.probing && reset_at <= w.reset_at + SAME_WINDOW_SLACK_MS => {
+                w.allowance = w.allowance.min(q.remaining);
+                w.reset_at = w.reset_at.max(reset_at);
+                w.quota = q.quota.or(w.quota);
             }
-            Advice::Free => {
-                if let Some(e) = self.entries.iter_mut().find(|e| e.key == key) {
-                    e.pace = None;
-                }
-                None
+            _ => {
+                let next = e.window.as_ref().map_or(now_ms, |w| w.next);
+                e.window = Some(Window {
+                    allowance: q.remaining,
+                    reset_at,
+                    quota: q.quota,
+                    next,
+                    probing: false,
+                });
             }
         }
+        let w = e.window.as_ref()?;
+        let changed = before.is_none_or(|(a, r)| a > 0 || w.reset_at > r);
+        (w.allowance == 0 && changed && w.reset_at > now_ms).then_some(w.reset_at)
     }
 
     /// May a call to `key` be sent at `now_ms`? A wait of `max_wait_ms` or
-    /// more is refused (the caller's deadline). A send admitted while
-    /// spacing takes its slot. A call that does not `obey` rate limits
-    /// waits for Retry-After holds only.
+    /// more is refused (the caller's deadline). A send admitted counts
+    /// against the window. A call that does not `obey` rate limits waits
+    /// for Retry-After holds only.
     pub fn admit(&mut self, key: &str, now_ms: f64, max_wait_ms: f64, obey: bool) -> Admit {
         let Some(e) = self.entries.iter_mut().find(|e| e.key == key) else {
             return Admit::Now;
@@ -535,36 +587,54 @@ impl Limits {
                 Admit::Wait { ms, why }
             }
         };
-        let quota = if obey {
-            e.quota_until
-        } else {
-            f64::NEG_INFINITY
+        if e.hold_until > now_ms {
+            return decide(e.hold_until - now_ms, e.why);
+        }
+        let Some(w) = e.window.as_mut().filter(|_| obey) else {
+            return Admit::Now;
         };
-        if e.hold_until.max(quota) > now_ms {
-            return if e.hold_until >= quota {
-                decide(e.hold_until - now_ms, e.why)
-            } else {
-                decide(quota - now_ms, Why::Quota)
+        if now_ms >= w.reset_at {
+            // A new window of unknown quota: one send learns it.
+            *w = Window {
+                allowance: 1,
+                reset_at: now_ms + PROBE_MS,
+                quota: w.quota,
+                next: now_ms,
+                probing: true,
             };
         }
-        let Some(p) = e.pace.as_mut().filter(|_| obey) else {
-            return Admit::Now;
-        };
-        if now_ms >= p.until {
-            e.pace = None;
-            return Admit::Now;
+        if w.allowance == 0 {
+            let ms = w.reset_at - now_ms;
+            return match decide(ms, Why::Quota) {
+                // The answer may come any moment: look again soon.
+                Admit::Wait { .. } if w.probing => Admit::Wait {
+                    ms: ms.min(PROBE_POLL_MS),
+                    why: Why::Quota,
+                },
+                other => other,
+            };
         }
-        if p.next > now_ms {
-            return decide(p.next - now_ms, Why::Pace);
+        if w.low() {
+            if w.next > now_ms {
+                return decide(w.next - now_ms, Why::Pace);
+            }
+            w.next = now_ms + (w.reset_at - now_ms) / w.allowance as f64;
         }
-        p.next = now_ms + p.interval;
+        w.allowance -= 1;
         Admit::Now
     }
 
-    /// How long `key` is held from `now_ms` (0 when it is not).
+    /// How long `key` is held from `now_ms` for a call that obeys (0 when
+    /// it is not).
     pub fn held_for(&self, key: &str, now_ms: f64) -> f64 {
-        self.find(key)
-            .map_or(0.0, |e| (e.hold_until.max(e.quota_until) - now_ms).max(0.0))
+        self.find(key).map_or(0.0, |e| {
+            let quota = e
+                .window
+                .as_ref()
+                .filter(|w| w.allowance == 0)
+                .map_or(f64::NEG_INFINITY, |w| w.reset_at);
+            (e.hold_until.max(quota) - now_ms).max(0.0)
+        })
     }
 
     fn find(&self, key: &str) -> Option<&Entry> {
@@ -592,8 +662,7 @@ impl Limits {
                 key: key.to_owned(),
                 hold_until: f64::NEG_INFINITY,
                 why: Why::RetryAfter,
-                quota_until: f64::NEG_INFINITY,
-                pace: None,
+                window: None,
             });
         }
         self.entries.iter_mut().find(|e| e.key == key)
@@ -872,18 +941,19 @@ mod tests {
         assert_eq!(q(1, Some(0.0), None, None).advice(), Advice::Free);
     }
 
+    const CAP: f64 = 30_000.0;
+    const DEADLINE: f64 = 10_000.0;
+
+    fn wait(ms: f64, why: Why) -> Admit {
+        Admit::Wait { ms, why }
+    }
+
     #[test]
     fn spent_quota_holds_the_key_until_reset() {
         let mut t = Limits::new();
-        let until = t.observe("k", &q(0, Some(1000.0), None, None), 0.0, 30_000.0);
+        let until = t.observe("k", Some(&q(0, Some(1000.0), None, None)), 0.0, CAP);
         assert_eq!(until, Some(1000.0));
-        assert_eq!(
-            t.admit("k", 400.0, 10_000.0, true),
-            Admit::Wait {
-                ms: 600.0,
-                why: Why::Quota
-            }
-        );
+        assert_eq!(t.admit("k", 400.0, DEADLINE, true), wait(600.0, Why::Quota));
         // Beyond the caller's deadline: refused at once.
         assert_eq!(
             t.admit("k", 400.0, 600.0, true),
@@ -892,90 +962,118 @@ mod tests {
                 why: Why::Quota
             }
         );
-        assert_eq!(t.admit("other", 400.0, 10_000.0, true), Admit::Now);
-        assert_eq!(t.admit("k", 1000.0, 10_000.0, true), Admit::Now);
-        // A hold is never shortened by a later, shorter one.
-        t.hold("k", 5000.0, Why::RetryAfter, 1000.0);
+        assert_eq!(t.admit("other", 400.0, DEADLINE, true), Admit::Now);
+        // The same answer again changes nothing to tell.
         assert_eq!(
-            t.observe("k", &q(0, Some(1000.0), None, None), 1000.0, 30_000.0),
-            Some(2000.0)
-        );
-        assert_eq!(t.held_for("k", 1000.0), 4000.0);
-        assert_eq!(
-            t.admit("k", 1000.0, 10_000.0, true),
-            Admit::Wait {
-                ms: 4000.0,
-                why: Why::RetryAfter
-            }
+            t.observe("k", Some(&q(0, Some(600.0), None, None)), 400.0, CAP),
+            None
         );
     }
 
     #[test]
-    fn calls_that_ignore_rate_limits_obey_retry_after_only() {
+    fn after_the_reset_one_call_learns_the_new_window_first() {
         let mut t = Limits::new();
-        t.observe("k", &q(0, Some(5000.0), None, None), 0.0, 30_000.0);
-        assert_eq!(t.admit("k", 0.0, 10_000.0, false), Admit::Now);
-        t.hold("k", 1000.0, Why::RetryAfter, 0.0);
-        let retry_after = Admit::Wait {
-            ms: 1000.0,
-            why: Why::RetryAfter,
-        };
-        assert_eq!(t.admit("k", 0.0, 10_000.0, false), retry_after);
-        // The longer of the two binds a call that obeys.
+        t.observe("k", Some(&q(0, Some(1000.0), Some(5), None)), 0.0, CAP);
+        // The window has passed: the first call goes, the others wait for
+        // its answer, looking again every PROBE_POLL_MS.
+        assert_eq!(t.admit("k", 1000.0, DEADLINE, true), Admit::Now);
         assert_eq!(
-            t.admit("k", 0.0, 10_000.0, true),
-            Admit::Wait {
-                ms: 5000.0,
-                why: Why::Quota
-            }
+            t.admit("k", 1000.0, DEADLINE, true),
+            wait(PROBE_POLL_MS, Why::Quota)
         );
-        t.hold("k", 9000.0, Why::Peer, 0.0);
+        // Its answer: 4 of 5 left in a fresh window of 2 s.
+        t.observe("k", Some(&q(4, Some(2000.0), Some(5), None)), 1010.0, CAP);
+        for _ in 0..4 {
+            assert_eq!(t.admit("k", 1010.0, DEADLINE, true), Admit::Now);
+        }
+        // Those four used it up before any answer said so.
         assert_eq!(
-            t.admit("k", 0.0, 10_000.0, true),
-            Admit::Wait {
-                ms: 9000.0,
-                why: Why::Peer
-            }
+            t.admit("k", 1010.0, DEADLINE, true),
+            wait(2000.0, Why::Quota)
         );
-        // Spacing binds only calls that obey.
-        let mut t = Limits::new();
-        t.observe("k", &q(2, Some(2000.0), None, None), 0.0, 30_000.0);
-        assert_eq!(t.admit("k", 0.0, 10_000.0, true), Admit::Now);
-        assert_eq!(t.admit("k", 0.0, 10_000.0, false), Admit::Now);
+        // Late answers to them never raise the count within the window.
+        t.observe("k", Some(&q(3, Some(2000.0), Some(5), None)), 1020.0, CAP);
         assert!(matches!(
-            t.admit("k", 0.0, 10_000.0, true),
+            t.admit("k", 1020.0, DEADLINE, true),
             Admit::Wait { .. }
         ));
+        // With no answer at all, the next probe goes after PROBE_MS.
+        let mut t = Limits::new();
+        t.observe("k", Some(&q(0, Some(100.0), None, None)), 0.0, CAP);
+        assert_eq!(t.admit("k", 100.0, DEADLINE, true), Admit::Now);
+        assert!(matches!(
+            t.admit("k", 1099.0, DEADLINE, true),
+            Admit::Wait { .. }
+        ));
+        assert_eq!(t.admit("k", 1100.0, DEADLINE, true), Admit::Now);
+    }
+
+    #[test]
+    fn an_answer_without_fields_ends_what_was_known() {
+        let mut t = Limits::new();
+        t.observe("k", Some(&q(0, Some(5000.0), None, None)), 0.0, CAP);
+        t.observe("k", None, 10.0, CAP);
+        assert_eq!(t.admit("k", 10.0, DEADLINE, true), Admit::Now);
+        // No reset and no window: nothing to go by either.
+        t.observe("k", Some(&q(0, Some(5000.0), None, None)), 0.0, CAP);
+        t.observe("k", Some(&q(0, None, None, None)), 10.0, CAP);
+        assert_eq!(t.admit("k", 10.0, DEADLINE, true), Admit::Now);
+        // A new window the server moved to, later than the one known.
+        t.observe("k", Some(&q(0, Some(1000.0), None, None)), 0.0, CAP);
+        t.observe("k", Some(&q(50, Some(9000.0), None, None)), 10.0, CAP);
+        assert_eq!(t.admit("k", 10.0, DEADLINE, true), Admit::Now);
+    }
+
+    #[test]
+    fn retry_after_holds_bind_every_call_quota_only_those_that_obey() {
+        let mut t = Limits::new();
+        t.observe("k", Some(&q(0, Some(5000.0), None, None)), 0.0, CAP);
+        assert_eq!(t.admit("k", 0.0, DEADLINE, false), Admit::Now);
+        t.hold("k", 1000.0, Why::RetryAfter, 0.0);
+        assert_eq!(
+            t.admit("k", 0.0, DEADLINE, false),
+            wait(1000.0, Why::RetryAfter)
+        );
+        assert_eq!(
+            t.admit("k", 1000.0, DEADLINE, true),
+            wait(4000.0, Why::Quota)
+        );
+        t.hold("k", 9000.0, Why::Peer, 0.0);
+        assert_eq!(t.admit("k", 0.0, DEADLINE, true), wait(9000.0, Why::Peer));
+        // A peer's spent quota is a quota hold.
+        let mut t = Limits::new();
+        t.hold("k", 3000.0, Why::Quota, 0.0);
+        assert_eq!(t.admit("k", 0.0, DEADLINE, true), wait(3000.0, Why::Quota));
+        assert_eq!(t.admit("k", 0.0, DEADLINE, false), Admit::Now);
+        t.hold("k", 5000.0, Why::Quota, 0.0);
+        assert_eq!(t.held_for("k", 0.0), 5000.0);
     }
 
     #[test]
     fn holds_are_capped() {
         let mut t = Limits::new();
-        let until = t.observe("k", &q(0, Some(3_600_000.0), None, None), 0.0, 30_000.0);
-        assert_eq!(until, Some(30_000.0));
+        let hour = q(0, Some(3_600_000.0), None, None);
+        assert_eq!(t.observe("k", Some(&hour), 0.0, CAP), Some(CAP));
         t.hold("k", f64::INFINITY, Why::Peer, 0.0);
         t.hold("k", f64::NAN, Why::Peer, 0.0);
-        assert_eq!(t.held_for("k", 0.0), 30_000.0);
+        assert_eq!(t.held_for("k", 0.0), CAP);
     }
 
     #[test]
     fn low_quota_spaces_sends_over_the_rest_of_the_window() {
         let mut t = Limits::new();
-        // 4 left, reset in 2 s: one send per 500 ms.
+        // 4 left (quota unknown: low), reset in 2 s: one send per 500 ms.
+        t.observe("k", Some(&q(4, Some(2000.0), None, None)), 0.0, CAP);
+        assert_eq!(t.admit("k", 0.0, DEADLINE, true), Admit::Now);
+        assert_eq!(t.admit("k", 100.0, DEADLINE, true), wait(400.0, Why::Pace));
         assert_eq!(
-            t.observe("k", &q(4, Some(2000.0), None, None), 0.0, 30_000.0),
-            None
-        );
-        assert_eq!(t.admit("k", 0.0, 10_000.0, true), Admit::Now);
-        let wait = |ms| Admit::Wait { ms, why: Why::Pace };
-        assert_eq!(t.admit("k", 100.0, 10_000.0, true), wait(400.0));
-        assert_eq!(
-            t.admit("k", 100.0, 10_000.0, true),
-            wait(400.0),
+            t.admit("k", 100.0, DEADLINE, true),
+            wait(400.0, Why::Pace),
             "a wait takes no slot"
         );
-        assert_eq!(t.admit("k", 500.0, 10_000.0, true), Admit::Now);
-        assert_eq!(t.admit("k", 500.0, 10_000.0, true), wait(500.0));
+        // 3 left over the remaining 1.5 s.
+        assert_eq!(t.admit("k", 500.0, DEADLINE, true), Admit::Now);
+        assert_eq!(t.admit("k", 500.0, DEADLINE, true), wait(500.0, Why::Pace));
         assert_eq!(
             t.admit("k", 500.0, 500.0, true),
             Admit::Refuse {
@@ -983,23 +1081,22 @@ mod tests {
                 why: Why::Pace
             }
         );
-        // A newer answer: 1 left in 1 s, from the slot already taken.
-        t.observe("k", &q(1, Some(1000.0), None, None), 600.0, 30_000.0);
-        assert_eq!(t.admit("k", 1000.0, 10_000.0, true), Admit::Now);
-        assert_eq!(t.admit("k", 1100.0, 10_000.0, true), wait(900.0));
-        // Spacing ends at the reset...
-        assert_eq!(t.admit("k", 1600.0, 10_000.0, true), Admit::Now);
-        assert_eq!(t.admit("k", 1600.0, 10_000.0, true), Admit::Now);
-        // ... or when the server says enough is left.
-        t.observe("k", &q(2, Some(1000.0), None, None), 2000.0, 30_000.0);
-        assert_eq!(t.admit("k", 2000.0, 10_000.0, true), Admit::Now);
-        assert!(matches!(
-            t.admit("k", 2000.0, 10_000.0, true),
-            Admit::Wait { .. }
-        ));
-        t.observe("k", &q(50, Some(1000.0), None, None), 2000.0, 30_000.0);
-        assert_eq!(t.admit("k", 2000.0, 10_000.0, true), Admit::Now);
-        assert_eq!(t.admit("k", 2000.0, 10_000.0, true), Admit::Now);
+        // A plentiful quota is not spaced until it is low.
+        let mut t = Limits::new();
+        t.observe("k", Some(&q(11, Some(2000.0), None, None)), 0.0, CAP);
+        t.observe("j", Some(&q(50, Some(2000.0), Some(100), None)), 0.0, CAP);
+        // 11 left of an unknown quota: one send, then 10 are low.
+        assert_eq!(t.admit("k", 0.0, DEADLINE, true), Admit::Now);
+        assert_eq!(t.admit("k", 0.0, DEADLINE, true), Admit::Now);
+        assert_eq!(t.admit("k", 0.0, DEADLINE, true), wait(200.0, Why::Pace));
+        for _ in 0..40 {
+            assert_eq!(t.admit("j", 0.0, DEADLINE, true), Admit::Now);
+        }
+        // 10 of 100 left: spaced from here.
+        assert_eq!(t.admit("j", 0.0, DEADLINE, true), Admit::Now);
+        assert_eq!(t.admit("j", 0.0, DEADLINE, true), wait(200.0, Why::Pace));
+        // Calls that ignore rate limits are not spaced.
+        assert_eq!(t.admit("j", 0.0, DEADLINE, false), Admit::Now);
     }
 
     #[test]
@@ -1007,7 +1104,7 @@ mod tests {
         let mut t = Limits::new();
         for i in 0..1000 {
             let key = format!("k{i}");
-            t.hold(&key, 10_000.0 + f64::from(i), Why::Quota, 0.0);
+            t.hold(&key, 10_000.0 + f64::from(i), Why::RetryAfter, 0.0);
             assert!(t.len() <= MAX_KEYS);
         }
         // A new key always gets in: the hold ending soonest went.
@@ -1018,7 +1115,6 @@ mod tests {
         assert_eq!(t.len(), 1);
         assert!(!t.is_empty());
     }
-
     proptest! {
         #[test]
         fn read_never_panics(
@@ -1053,7 +1149,7 @@ mod tests {
             for (r, reset, kind, step) in ops {
                 now += step;
                 match kind {
-                    0 => { t.observe("k", &q(r, Some(reset), Some(100), None), now, 30_000.0); }
+                    0 => { t.observe("k", Some(&q(r, Some(reset), Some(100), None)), now, 30_000.0); }
                     1 => { t.hold("k", now + reset.min(30_000.0), Why::RetryAfter, now); }
                     _ => {
                         match t.admit("k", now, f64::INFINITY, true) {

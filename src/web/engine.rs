@@ -330,6 +330,8 @@ impl Engine {
         // last answer set (its planned retry waits exactly that long, and
         // a timer may fire a hair early).
         let fail_fast = call.prefer_cache && call.cancel.attempts() == 0;
+        // One event per reason, not one per look.
+        let mut told: Option<Why> = None;
         loop {
             let max_wait = if fail_fast {
                 0.0
@@ -352,11 +354,14 @@ impl Engine {
                     }))
                 }
             };
-            self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
-                o.set("delayMs", wait)
-                    .set("reason", why.as_str())
-                    .set("key", call.breaker_key.as_str());
-            });
+            if told != Some(why) {
+                told = Some(why);
+                self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
+                    o.set("delayMs", wait)
+                        .set("reason", why.as_str())
+                        .set("key", call.breaker_key.as_str());
+                });
+            }
             if call.cancel.sleep(wait).await == Wake::Cancelled {
                 return Err(abort_error(&call.cancel));
             }
@@ -574,13 +579,18 @@ impl Engine {
             };
             let (end, quota) = fetch::attempt(call, timeout_ms).await;
             self.release_slot();
-            if let Some(q) = quota {
+            let answered = matches!(
+                end,
+                AttemptEnd::Done(_) | AttemptEnd::Parse(_) | AttemptEnd::Status { .. }
+            );
+            if call.cfg.rate_limit && answered {
                 let (now, cap) = (now_ms(), self.hold_cap());
-                let held = self
-                    .st
-                    .borrow_mut()
-                    .limits
-                    .observe(&call.breaker_key, &q, now, cap);
+                let held = self.st.borrow_mut().limits.observe(
+                    &call.breaker_key,
+                    quota.as_ref(),
+                    now,
+                    cap,
+                );
                 if let Some(until) = held {
                     self.tell_tabs(&call.breaker_key, until - now, true);
                 }
