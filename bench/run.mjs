@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory] [-- --report-only]
+// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory,ratelimit] [-- --report-only]
 //
 // Runs every benchmark side by side with raw fetch, ky and cockatiel (and
 // ofetch/axios for size and start-up), writes results/*.json, RESULTS.md with
@@ -16,10 +16,11 @@ import { runStartup } from './startup.mjs';
 import { runOverhead } from './overhead.mjs';
 import { runStorm } from './storm.mjs';
 import { runMemory } from './memory.mjs';
+import { runRateLimit } from './ratelimit.mjs';
 import { writeReport } from './report.mjs';
 import { proposalsSection } from './proposals.mjs';
 
-const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory'];
+const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory', 'ratelimit'];
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='));
@@ -82,6 +83,8 @@ if (only.includes('startup')) save('startup', await timed('startup', () => runSt
 if (only.includes('overhead')) save('overhead', await timed('overhead', () => runOverhead({ quick, log })));
 if (only.includes('storm')) save('storm', await timed('storm', () => runStorm({ quick, log })));
 if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
+// printed, kept in results/ratelimit.json; not in RESULTS.md's tables yet
+if (only.includes('ratelimit')) save('ratelimit', await timed('ratelimit', () => runRateLimit({ quick, log })));
 
 // sections not run this time come from the previous run's JSON, and the report says so
 const loaded = [];
