@@ -111,6 +111,9 @@ impl Quota {
     }
 }
 
+/// A response's field values by lowercase name.
+type Fields<'a> = dyn FnMut(&str) -> Option<String> + 'a;
+
 /// The field names read for each legacy spelling: remaining, reset, limit.
 const FAMILIES: [[&str; 3]; 3] = [
     ["ratelimit-remaining", "ratelimit-reset", "ratelimit-limit"],
@@ -132,7 +135,7 @@ const FAMILIES: [[&str; 3]; 3] = [
 /// present, so a response without rate-limit fields costs four lookups.
 pub fn read(mut get: impl FnMut(&str) -> Option<String>, now_epoch_ms: f64) -> Option<Quota> {
     if let Some(v) = get("ratelimit") {
-        if let Some(q) = structured(&v, || get("ratelimit-policy")) {
+        if let Some(q) = structured(&v, Some(&mut get)) {
             return Some(q);
         }
     }
@@ -161,7 +164,7 @@ pub fn refusal_wait_ms(
     now_epoch_ms: f64,
 ) -> Option<f64> {
     let ietf = get("ratelimit")
-        .and_then(|v| structured(&v, || None))
+        .and_then(|v| structured(&v, None))
         .and_then(|q| q.reset_ms);
     if ietf.is_some() {
         return ietf;
@@ -191,11 +194,12 @@ pub fn parse_reset(value: &str, now_epoch_ms: f64, timestamps: bool) -> Option<f
 
 /// The `RateLimit` field: IETF items (`"name";r=..;t=..`, the binding one
 /// of several, with `q` and `w` from the `RateLimit-Policy` item of the
-/// same name, read through `policy` only when needed) or the earlier
-/// drafts' dictionary (`limit=.., remaining=.., reset=..`).
-fn structured(value: &str, policy: impl FnOnce() -> Option<String>) -> Option<Quota> {
+/// same name, read through `get` only when needed) or the earlier drafts'
+/// dictionary (`limit=.., remaining=.., reset=..`). (`dyn`: one copy of
+/// this in the wasm, not one per caller.)
+fn structured(value: &str, get: Option<&mut Fields>) -> Option<Quota> {
     let mut dict = (None, None, None);
-    let mut items: Vec<(String, Quota)> = Vec::new();
+    let mut items: Vec<(&str, Quota)> = Vec::new();
     for member in members(value) {
         let (bare, params) = split_params(member);
         if let Some((k, v)) = bare.split_once('=') {
@@ -234,7 +238,7 @@ fn structured(value: &str, policy: impl FnOnce() -> Option<String>) -> Option<Qu
     if items.is_empty() {
         return None;
     }
-    if let Some(p) = policy() {
+    if let Some(p) = get.and_then(|get| get("ratelimit-policy")) {
         for member in members(&p) {
             let (bare, params) = split_params(member);
             let Some(name) = item_name(bare) else {
@@ -323,30 +327,27 @@ fn param<'a>(params: &'a str, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-/// An item's name: a quoted string (escapes undone) or a token.
-fn item_name(bare: &str) -> Option<String> {
+/// An item's name: a quoted string (as written, escapes kept: both fields
+/// escape a name alike) or a token.
+fn item_name(bare: &str) -> Option<&str> {
     if let Some(inner) = bare.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        let mut out = String::with_capacity(inner.len());
         let mut escaped = false;
-        for c in inner.chars() {
-            match c {
-                _ if escaped => {
-                    out.push(c);
-                    escaped = false;
-                }
-                '\\' => escaped = true,
-                '"' => return None,
-                _ => out.push(c),
+        for b in inner.bytes() {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => return None,
+                _ => {}
             }
         }
-        return (!escaped).then_some(out);
+        return (!escaped).then_some(inner);
     }
     let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~:/".contains(&b);
     let first_ok = bare
         .bytes()
         .next()
         .is_some_and(|b| b.is_ascii_alphabetic() || b == b'*');
-    (first_ok && bare.bytes().all(token)).then(|| bare.to_owned())
+    (first_ok && bare.bytes().all(token)).then_some(bare)
 }
 
 /// A Structured Fields integer that is a count or seconds: 1 to 15 digits.
@@ -354,7 +355,7 @@ fn sf_uint(v: &str) -> Option<u64> {
     if v.is_empty() || v.len() > 15 || !v.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    v.parse().ok()
+    Some(v.bytes().fold(0, |acc, b| acc * 10 + u64::from(b - b'0')))
 }
 
 /// The leading integer of a legacy value (`100`, `100, 100;w=60`): digits
