@@ -98,7 +98,7 @@ export interface ClientOptions {
    */
   waitForOnline?: boolean;
   /**
-   * Share breaker transitions and Retry-After cooldowns with the other tabs
+   * Share breaker transitions, Retry-After cooldowns and spent rate-limit quotas with the other tabs
    * of this origin and storage prefix over BroadcastChannel, and let only
    * one tab send a half-open probe (Web Locks, else a LocalStorage lease).
    * Clients in one page do not share (they model separate browsers).
