@@ -9,7 +9,7 @@ import { summarize } from './lib.mjs';
 import { OVERHEAD_STRATEGIES } from './strategies.mjs';
 
 /** Runs inside the page (serialized by page.evaluate). */
-async function inPage({ origin, n, block, warmup, concurrency, names }) {
+async function inPage({ origin, n, block, warmup, concurrency, names, path }) {
   const { libs, makeStrategies } = window.bench;
   const f = makeStrategies(libs);
   const make = {
@@ -17,13 +17,15 @@ async function inPage({ origin, n, block, warmup, concurrency, names }) {
     stormguard: () => f.stormguard(),
     // every policy that can be switched off is: what is left is the path through the wasm boundary
     'stormguard-bare': () => f.stormguard({ retry: false, budget: false, breaker: false, concurrency: false, dedupe: false }),
+    // the defaults without reading rate-limit fields: what reading them costs (not in the default run)
+    'stormguard-no-ratelimit': () => f.stormguard({ rateLimit: false }),
     ky: () => f.ky(),
     cockatiel: () => f.cockatiel({ breaker: false }),
   };
   const clients = {};
   for (const name of names) clients[name] = await make[name]();
   let seq = 0;
-  const url = () => `${origin}/status/200?id=overhead&n=${seq++}`;
+  const url = () => `${origin}${path}${path.includes('?') ? '&' : '?'}id=overhead&n=${seq++}`;
   const modes = ['sequential', 'concurrent'];
   const samples = {};
   const wall = {};
@@ -76,9 +78,11 @@ async function inPage({ origin, n, block, warmup, concurrency, names }) {
   return { samples, wall, isolated: globalThis.crossOriginIsolated === true, stormguardStats, userAgent: navigator.userAgent };
 }
 
-export async function runOverhead({ quick, names = [...OVERHEAD_STRATEGIES, 'stormguard-bare'], log = console.log } = {}) {
+// `path`: what every call fetches (by default a 200 with no rate-limit fields; e.g.
+// '/ratelimit?quota=1000000000&window=3600' answers with the IETF fields on every call).
+export async function runOverhead({ quick, names = [...OVERHEAD_STRATEGIES, 'stormguard-bare'], path = '/status/200', log = console.log } = {}) {
   const n = quick ? 200 : 2000;
-  const cfg = { n, block: quick ? 50 : 100, warmup: quick ? 20 : 100, concurrency: 6, names };
+  const cfg = { n, block: quick ? 50 : 100, warmup: quick ? 20 : 100, concurrency: 6, names, path };
   const site = await startSite();
   const browser = await launchChromium();
   try {

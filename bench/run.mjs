@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory,hedge] [-- --report-only]
+// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory,hedge,ratelimit] [-- --report-only]
 //   storm filters, for short runs while developing (they write to results/dev/):
 //   [-- --scenarios=outage,brownout] [-- --lengths=3,10,60] [-- --profiles=steady,page-load] [-- --strategies=none,stormguard]
 //
@@ -19,10 +19,11 @@ import { runOverhead } from './overhead.mjs';
 import { runStorm } from './storm.mjs';
 import { runMemory } from './memory.mjs';
 import { hedgeSection, runHedge } from './hedge.mjs';
+import { runRateLimit } from './ratelimit.mjs';
 import { writeReport } from './report.mjs';
 import { proposalsSection } from './proposals.mjs';
 
-const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory', 'hedge'];
+const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory', 'hedge', 'ratelimit'];
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='));
@@ -102,6 +103,8 @@ if (only.includes('storm')) {
 }
 if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
 if (only.includes('hedge')) save('hedge', await timed('hedge', () => runHedge({ quick, log })));
+// printed, kept in results/ratelimit.json; not in RESULTS.md's tables yet
+if (only.includes('ratelimit')) save('ratelimit', await timed('ratelimit', () => runRateLimit({ quick, log })));
 
 // sections not run this time come from the previous run's JSON, and the report says so
 const loaded = [];

@@ -103,13 +103,23 @@ export interface ClientOptions {
    */
   waitForOnline?: boolean;
   /**
-   * Share breaker transitions and Retry-After cooldowns with the other tabs
+   * Share breaker transitions, Retry-After cooldowns and spent rate-limit quotas with the other tabs
    * of this origin and storage prefix over BroadcastChannel, and let only
    * one tab send a half-open probe (Web Locks, else a LocalStorage lease).
    * Clients in one page do not share (they model separate browsers).
    * Default true where BroadcastChannel exists.
    */
   crossTab?: boolean;
+  /**
+   * Obey the quota a server announces (IETF `RateLimit` / `RateLimit-Policy`,
+   * `RateLimit-*`, `X-RateLimit-*`, `X-Rate-Limit-*`): when none remains, later
+   * calls to the same breaker key wait for the reset (or, if it outlasts their
+   * deadline, fail at once with CircuitOpenError and its `retryInMs`); when
+   * little remains, calls are spaced over the rest of the window. Waits are
+   * capped at `retry.maxRetryAfterMs`, shared with other tabs like Retry-After,
+   * and reported as 'wait' events. Default true.
+   */
+  rateLimit?: boolean;
   storage?: false | StorageOptions;
   /** Hedged requests for slow answers; default false (off). */
   hedge?: false | HedgeOptions;
@@ -143,6 +153,8 @@ export interface CallOptions {
   waitForOnline?: boolean;
   /** Overrides the client's hedge for this call (fields over the client's). */
   hedge?: false | HedgeOptions;
+  /** Overrides the client's rateLimit for this call. */
+  rateLimit?: boolean;
 }
 
 export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
@@ -231,7 +243,7 @@ export interface BreakerSnapshot {
   openForMs: number;
 }
 
-export type EventName = 'attempt' | 'retry' | 'timeout' | 'giveUp' | 'breaker' | 'fallback' | 'storage';
+export type EventName = 'attempt' | 'retry' | 'timeout' | 'giveUp' | 'breaker' | 'fallback' | 'storage' | 'wait';
 
 export interface StormguardEvent {
   type: EventName;
@@ -243,7 +255,7 @@ export interface StormguardEvent {
   remainingMs?: number;
   status?: number;
   errorName?: string;
-  /** 'retry': the backoff chosen. */
+  /** 'retry': the backoff chosen; 'wait': how long the call waits before its attempt. */
   delayMs?: number;
   key?: string;
   from?: string;
@@ -252,6 +264,10 @@ export interface StormguardEvent {
    * 'storage': what failed ('access', 'read', 'corrupt', 'write', 'serialize',
    * 'tooLarge'); `errorName` is then what the host threw, if it threw
    * ('SecurityError', 'QuotaExceededError', 'SyntaxError').
+   * 'wait': why the call waits for its key: 'retryAfter' (a Retry-After, or a
+   * refusal's rate-limit reset), 'quota' (none remains until the reset),
+   * 'pace' (little remains: calls are spaced), 'crossTab' (another tab was
+   * told to wait).
    */
   reason?: string;
 }

@@ -35,6 +35,9 @@ export STORMGUARD_FAULT_URL
 echo "fault server at $STORMGUARD_FAULT_URL"
 
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+# The runner's default budget for a whole suite is 20 s; the browser suite
+# (holds of rate-limit resets, hedges, stalled bodies) takes about 30 s.
+export WASM_BINDGEN_TEST_TIMEOUT=120
 step "browser tests (wasm-bindgen-test in headless Chromium)"
 CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown $WASM_TESTS
 step "browser tests (wasm-bindgen-test in headless Firefox ESR)"

@@ -1448,3 +1448,104 @@ async fn hedge_at_p95_waits_for_enough_answers() {
         .unwrap_err();
     assert_eq!(get(&err, "option").as_string().unwrap(), "hedge.afterMs");
 }
+
+/// The statuses the fault server sent for `id`, in order.
+async fn statuses(id: &str) -> Vec<f64> {
+    server_log(id)
+        .await
+        .iter()
+        .map(|e| num(&e, "status"))
+        .collect()
+}
+
+#[wasm_bindgen_test]
+async fn a_spent_quota_holds_the_next_call_until_its_reset() {
+    // The IETF fields, the earlier drafts' dictionary, GitHub's epoch reset.
+    for form in ["ietf", "dict", "x&reset=epoch"] {
+        let id = test_id("ratelimit-hold");
+        let client = Client::new(obj(r#"{"retry": false}"#)).unwrap();
+        let waits = js_sys::Array::new();
+        let sink = waits.clone();
+        let listener = Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| {
+            sink.push(&e);
+        });
+        client.on("wait", listener.as_ref().clone()).unwrap();
+        let u = url(&format!("/ratelimit?quota=2&window=1&form={form}"), &id);
+        let started = now();
+        for _ in 0..3 {
+            request(&client, &u, "{}").await.unwrap();
+        }
+        assert_eq!(statuses(&id).await, [200.0; 3], "{form}: nothing refused");
+        assert_eq!(waits.length(), 1, "{form}");
+        let wait = waits.get(0);
+        assert_eq!(get(&wait, "reason").as_string().unwrap(), "quota");
+        assert!(num(&wait, "delayMs") > 0.0 && num(&wait, "delayMs") <= 2000.0);
+        assert!(get(&wait, "key")
+            .as_string()
+            .unwrap()
+            .ends_with("/ratelimit"));
+        assert!(now() - started >= 500.0, "{form}: the third call waited");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn a_hold_beyond_the_deadline_fails_at_once_and_rate_limit_false_sends() {
+    let id = test_id("ratelimit-deadline");
+    let client = Client::new(obj(r#"{"retry": false}"#)).unwrap();
+    let u = url("/ratelimit?quota=1&window=30&form=draft", &id);
+    request(&client, &u, "{}").await.unwrap();
+    let started = now();
+    let err = request(&client, &u, r#"{"deadlineMs": 1000}"#)
+        .await
+        .unwrap_err();
+    assert!(now() - started < 500.0, "at once");
+    assert_eq!(name(&err), "CircuitOpenError");
+    let retry_in = num(&err, "retryInMs");
+    assert!(retry_in > 25_000.0 && retry_in <= 30_000.0, "{retry_in}");
+    assert_eq!(statuses(&id).await, [200.0]);
+    let err = request(&client, &u, r#"{"rateLimit": false}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(num(&err, "status"), 429.0);
+    assert_eq!(statuses(&id).await, [200.0, 429.0]);
+}
+
+#[wasm_bindgen_test]
+async fn a_429_without_retry_after_waits_for_its_rate_limit_reset() {
+    let id = test_id("ratelimit-refusal");
+    // rateLimit off: the wait comes from the refusal's reset alone.
+    let client = Client::new(obj(r#"{"rateLimit": false, "retry": {"baseDelayMs": 10}}"#)).unwrap();
+    let u = url("/ratelimit?quota=1&window=1&form=x-dash", &id);
+    request(&client, &u, "{}").await.unwrap();
+    request(&client, &u, "{}").await.unwrap();
+    let log = server_log(&id).await;
+    let status: Vec<f64> = log.iter().map(|e| num(&e, "status")).collect();
+    assert_eq!(status, [200.0, 429.0, 200.0]);
+    let gap = num(&log.get(2), "t") - num(&log.get(1), "t");
+    assert!(
+        gap >= 900.0,
+        "retried {gap} ms after the 429, before its reset"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_low_quota_spaces_a_burst() {
+    let id = test_id("ratelimit-pace");
+    let client = Client::new(obj(r#"{"retry": false}"#)).unwrap();
+    // 20 per 3 s, named in RateLimit-Policy: after 18 calls 2 remain (a
+    // tenth of the quota), so one call per 1.5 s.
+    let u = url("/ratelimit?quota=20&window=3&form=ietf", &id);
+    for _ in 0..18 {
+        request(&client, &u, "{}").await.unwrap();
+    }
+    let started = now();
+    let a = client.request(JsValue::from_str(&format!("{u}&n=1")), obj("{}"));
+    let b = client.request(JsValue::from_str(&format!("{u}&n=2")), obj("{}"));
+    JsFuture::from(a).await.unwrap();
+    let first = now() - started;
+    JsFuture::from(b).await.unwrap();
+    let second = now() - started;
+    assert!(second - first >= 400.0, "spaced: {first} then {second} ms");
+    let refused = statuses(&id).await.iter().filter(|s| **s != 200.0).count();
+    assert_eq!(refused, 0);
+}

@@ -21,6 +21,7 @@ pub mod deadline;
 pub mod latency;
 pub mod limiter;
 pub mod options;
+pub mod ratelimit;
 pub mod stats;
 mod window;
 

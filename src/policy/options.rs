@@ -145,6 +145,7 @@ pub struct RawClientOptions {
     pub dedupe: Option<bool>,
     pub wait_for_online: Option<bool>,
     pub cross_tab: Option<bool>,
+    pub rate_limit: Option<bool>,
     pub storage: Toggle<RawStorage>,
     pub hedge: Toggle<RawHedge>,
 }
@@ -156,6 +157,7 @@ pub struct RawCallOptions {
     pub retry: Toggle<RawRetry>,
     pub wait_for_online: Option<bool>,
     pub hedge: Toggle<RawHedge>,
+    pub rate_limit: Option<bool>,
 }
 
 /// `hedge: { afterMs: number | 'p95', max }` as given.
@@ -493,6 +495,9 @@ pub struct ClientConfig {
     /// Share breaker transitions and Retry-After cooldowns with the other
     /// tabs of the origin (where the host has BroadcastChannel).
     pub cross_tab: bool,
+    /// Obey the quota servers announce in rate-limit fields: hold a key
+    /// whose quota is spent until its reset, space calls while it is low.
+    pub rate_limit: bool,
     pub storage: Option<StorageConfig>,
     /// `None` (the default) or `hedge: false`: no hedged requests.
     pub hedge: Option<HedgeConfig>,
@@ -510,6 +515,7 @@ impl Default for ClientConfig {
             dedupe: true,
             wait_for_online: true,
             cross_tab: true,
+            rate_limit: true,
             storage: Some(StorageConfig::default()),
             hedge: None,
         }
@@ -549,6 +555,7 @@ impl ClientConfig {
             dedupe: raw.dedupe.unwrap_or(d.dedupe),
             wait_for_online: raw.wait_for_online.unwrap_or(d.wait_for_online),
             cross_tab: raw.cross_tab.unwrap_or(d.cross_tab),
+            rate_limit: raw.rate_limit.unwrap_or(d.rate_limit),
             storage: toggle(&raw.storage, StorageConfig::from_raw)?,
             hedge: HedgeConfig::resolve(&raw.hedge, None)?,
         })
@@ -571,6 +578,7 @@ pub struct CallConfig {
     pub retry: Option<RetryConfig>,
     pub wait_for_online: bool,
     pub hedge: Option<HedgeConfig>,
+    pub rate_limit: bool,
 }
 
 impl CallConfig {
@@ -592,6 +600,7 @@ impl CallConfig {
             },
             wait_for_online: raw.wait_for_online.unwrap_or(client.wait_for_online),
             hedge: HedgeConfig::resolve(&raw.hedge, client.hedge)?,
+            rate_limit: raw.rate_limit.unwrap_or(client.rate_limit),
         })
     }
 }
@@ -758,6 +767,7 @@ mod tests {
         assert_eq!(br.half_open_probes, 1);
         assert_eq!(c.concurrency, Some(LimiterConfig { max: 6, queue: 100 }));
         assert!(c.dedupe);
+        assert!(c.rate_limit);
         let s = c.storage.as_ref().unwrap();
         assert_eq!(
             (s.prefix.as_str(), s.max_entry_bytes),
@@ -788,9 +798,11 @@ mod tests {
             concurrency: Toggle::Off,
             storage: Toggle::Off,
             dedupe: Some(false),
+            rate_limit: Some(false),
             ..Default::default()
         })
         .unwrap();
+        assert!(!c.rate_limit);
         assert_eq!(c.retry, None);
         assert_eq!(c.budget, None);
         assert_eq!(c.breaker, None);
@@ -1277,6 +1289,12 @@ mod tests {
         let k = call(&c, RawCallOptions::default()).unwrap();
         assert_eq!((k.timeout_ms, k.deadline_ms), (6000.0, 20_000.0));
         assert_eq!(k.retry, c.retry);
+        assert!(k.rate_limit);
+        let off = ClientConfig {
+            rate_limit: false,
+            ..c
+        };
+        assert!(!call(&off, RawCallOptions::default()).unwrap().rate_limit);
     }
 
     #[test]
@@ -1378,10 +1396,12 @@ mod tests {
                 }),
                 wait_for_online: Some(false),
                 hedge: Toggle::Default,
+                rate_limit: Some(false),
             },
         )
         .unwrap();
         assert!(!k.wait_for_online);
+        assert!(!k.rate_limit);
         assert_eq!((k.timeout_ms, k.deadline_ms), (100.0, 500.0));
         let r = k.retry.unwrap();
         assert_eq!(

@@ -29,8 +29,8 @@ use crate::text::{cat, decimal, split_http_href};
 /// The storage prefix's default, which also names the cross-tab channel.
 const DEFAULT_PREFIX: &str = "stormguard:";
 
-const EVENTS: [&str; 7] = [
-    "attempt", "retry", "timeout", "giveUp", "breaker", "fallback", "storage",
+const EVENTS: [&str; 8] = [
+    "attempt", "retry", "timeout", "giveUp", "breaker", "fallback", "storage", "wait",
 ];
 
 fn opt_err(option: &str, reason: &str) -> CallError {

@@ -68,8 +68,13 @@ pub enum Peer {
     },
     /// A good probe closed `key`.
     Closed { key: String },
-    /// Retry-After: no attempt to `key` before `until` (epoch ms).
-    Cooldown { key: String, until: f64 },
+    /// Retry-After, or with `quota` a spent rate-limit quota: no attempt
+    /// to `key` before `until` (epoch ms).
+    Cooldown {
+        key: String,
+        until: f64,
+        quota: bool,
+    },
 }
 
 pub struct CrossTab {
@@ -140,10 +145,13 @@ impl CrossTab {
             Peer::Closed { key } => {
                 o.set("t", "closed").set("key", key.as_str());
             }
-            Peer::Cooldown { key, until } => {
+            Peer::Cooldown { key, until, quota } => {
                 o.set("t", "cooldown")
                     .set("key", key.as_str())
                     .set("until", *until);
+                if *quota {
+                    o.set("q", true);
+                }
             }
         }
         let _ = self.post.call1(&self.channel, &o.into_js());
@@ -200,6 +208,7 @@ fn decode(data: &JsValue) -> Option<Peer> {
         "cooldown" => Some(Peer::Cooldown {
             key,
             until: num("until")?,
+            quota: get(data, "q").is_ok_and(|q| q.is_truthy()),
         }),
         _ => None,
     }

@@ -29,6 +29,7 @@ use crate::policy::deadline::Deadline;
 use crate::policy::latency::Latencies;
 use crate::policy::limiter::{Acquire, Limiter, WaiterId};
 use crate::policy::options::{BreakerConfig, ClientConfig, RetryConfig};
+use crate::policy::ratelimit::{Admit, Limits, Why};
 use crate::policy::stats::Stats;
 
 pub struct Listener {
@@ -49,8 +50,9 @@ pub struct State {
     pub listeners: Vec<Listener>,
     /// Shared network calls in flight, by dedupe key.
     pub flights: VecMap<String, Rc<Flight>>,
-    /// Retry-After cooldowns by breaker key: no attempt before this time.
-    pub cooldowns: VecMap<String, f64>,
+    /// By breaker key: no attempt before a time (Retry-After cooldowns,
+    /// spent quotas), spacing while a quota is low.
+    pub limits: Limits,
     /// Answer times by breaker key, for hedging at the p95.
     pub latencies: Latencies,
     /// The last request number (request ids count 1, 2, 3 ... per client).
@@ -71,10 +73,6 @@ pub struct Engine {
     me: Weak<Engine>,
 }
 
-/// Cooldowns kept at most; expired ones are dropped first, then the one
-/// that ends first.
-const MAX_COOLDOWNS: usize = 256;
-
 impl Engine {
     pub fn new(cfg: ClientConfig) -> Rc<Engine> {
         let limiter = match &cfg.concurrency {
@@ -90,7 +88,7 @@ impl Engine {
             calls: VecMap::new(),
             listeners: Vec::new(),
             flights: VecMap::new(),
-            cooldowns: VecMap::new(),
+            limits: Limits::new(),
             latencies: Latencies::new(
                 cfg.breaker
                     .as_ref()
@@ -251,59 +249,99 @@ impl Engine {
                         b.force_close(&key, now);
                     }
                 }
-                Peer::Cooldown { key, until } => {
+                Peer::Cooldown { key, until, quota } => {
                     // No longer than this client would wait itself.
-                    let cap = self.cfg.retry.as_ref().map_or_else(
-                        || RetryConfig::default().max_retry_after_ms,
-                        |r| r.max_retry_after_ms,
-                    );
-                    set_cooldown(&mut st.cooldowns, key, now + (until - epoch).min(cap));
+                    let until = now + (until - epoch).min(self.hold_cap());
+                    let why = if quota { Why::Quota } else { Why::Peer };
+                    st.limits.hold(&key, until, why, now);
                 }
             }
         }
         self.flush_transitions("", false);
     }
 
+    /// The longest hold this client sets or accepts: `maxRetryAfterMs`.
+    fn hold_cap(&self) -> f64 {
+        self.cfg.retry.as_ref().map_or_else(
+            || RetryConfig::default().max_retry_after_ms,
+            |r| r.max_retry_after_ms,
+        )
+    }
+
     /// Retry-After for `key`: this client's other calls and the other tabs
     /// make no attempt to it before `wait_ms` has passed.
     fn cooldown(&self, key: &str, wait_ms: f64) {
-        let until = now_ms() + wait_ms;
-        set_cooldown(&mut self.st.borrow_mut().cooldowns, key.to_owned(), until);
+        let now = now_ms();
+        self.st
+            .borrow_mut()
+            .limits
+            .hold(key, now + wait_ms, Why::RetryAfter, now);
+        self.tell_tabs(key, wait_ms, false);
+    }
+
+    /// Tells the other tabs to hold `key` for `wait_ms` (a spent `quota`,
+    /// or Retry-After).
+    fn tell_tabs(&self, key: &str, wait_ms: f64, quota: bool) {
         if let Some(x) = self.crosstab.get() {
             x.send(&Peer::Cooldown {
                 key: key.to_owned(),
                 until: epoch_ms() + wait_ms,
+                quota,
             });
         }
     }
 
-    /// Waits out a cooldown of the call's key, or fails at once with
-    /// CircuitOpenError when it outlasts the deadline. Returns the time
-    /// after the wait (`now` itself when there was none).
+    /// Waits out a cooldown of the call's key and, while its quota is low,
+    /// for its turn; fails at once with CircuitOpenError when the wait
+    /// outlasts the deadline. Returns the time after the wait (`now` itself
+    /// when there was none).
     async fn respect_cooldown(
         &self,
         call: &Call,
         deadline: &Deadline,
-        now: f64,
+        mut now: f64,
     ) -> Result<f64, CallError> {
-        let wait = match self.st.borrow().cooldowns.get(&call.breaker_key) {
-            Some(until) if *until > now => until - now,
-            _ => return Ok(now),
-        };
         // schema() fails over at once, but not on the cooldown its own
         // last answer set (its planned retry waits exactly that long, and
         // a timer may fire a hair early).
         let fail_fast = call.prefer_cache && call.cancel.attempts() == 0;
-        if fail_fast || wait >= deadline.remaining(now) {
-            return Err(CallError::new(ErrorKind::CircuitOpen {
-                key: call.breaker_key.clone(),
-                retry_in_ms: wait,
-            }));
+        // One event per reason, not one per look.
+        let mut told: Option<Why> = None;
+        loop {
+            let max_wait = if fail_fast {
+                0.0
+            } else {
+                deadline.remaining(now)
+            };
+            let admit = self.st.borrow_mut().limits.admit(
+                &call.breaker_key,
+                now,
+                max_wait,
+                call.cfg.rate_limit,
+            );
+            let (wait, why) = match admit {
+                Admit::Now => return Ok(now),
+                Admit::Wait { ms, why } => (ms, why),
+                Admit::Refuse { ms, .. } => {
+                    return Err(CallError::new(ErrorKind::CircuitOpen {
+                        key: call.breaker_key.clone(),
+                        retry_in_ms: ms,
+                    }))
+                }
+            };
+            if told != Some(why) {
+                told = Some(why);
+                self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
+                    o.set("delayMs", wait)
+                        .set("reason", why.as_str())
+                        .set("key", call.breaker_key.as_str());
+                });
+            }
+            if call.cancel.sleep(wait).await == Wake::Cancelled {
+                return Err(abort_error(&call.cancel));
+            }
+            now = now_ms();
         }
-        if call.cancel.sleep(wait).await == Wake::Cancelled {
-            return Err(abort_error(&call.cancel));
-        }
-        Ok(now_ms())
     }
 
     fn breaker_acquire(&self, call: &Call, now: f64) -> Result<Option<Permit>, f64> {
@@ -501,8 +539,29 @@ impl Engine {
                 self.breaker_record(call, permit, Sample::Ignored);
                 return Err(out_of_time(last));
             }
-            let Decided { end, permit, phase } = self.round(call, deadline, permit, &retry).await;
+            let Decided {
+                end,
+                permit,
+                phase,
+                quota,
+            } = self.round(call, deadline, permit, &retry).await;
             let attempt = call.cancel.attempts();
+            let answered = matches!(
+                end,
+                AttemptEnd::Done(_) | AttemptEnd::Parse(_) | AttemptEnd::Status { .. }
+            );
+            if call.cfg.rate_limit && answered {
+                let (now, cap) = (now_ms(), self.hold_cap());
+                let held = self.st.borrow_mut().limits.observe(
+                    &call.breaker_key,
+                    quota.as_ref(),
+                    now,
+                    cap,
+                );
+                if let Some(until) = held {
+                    self.tell_tabs(&call.breaker_key, until - now, true);
+                }
+            }
 
             let failure_statuses = self.cfg.failure_statuses();
             let (outcome, mut err, response, retry_after) = match end {
@@ -536,6 +595,7 @@ impl Engine {
                     status,
                     status_text,
                     retry_after,
+                    reset_ms,
                     response,
                     body,
                 } => {
@@ -544,8 +604,13 @@ impl Engine {
                         status_text,
                         body,
                     });
+                    // A Retry-After present decides, even malformed; without
+                    // one, the rate-limit reset (ky's reading).
                     let ra = if retry.retry_after && (status == 429 || status == 503) {
-                        retry_after.and_then(|v| parse_retry_after(&v, epoch_ms()))
+                        match retry_after {
+                            Some(v) => parse_retry_after(&v, epoch_ms()),
+                            None => reset_ms,
+                        }
                     } else {
                         None
                     };
@@ -733,26 +798,6 @@ impl Engine {
         for c in calls {
             c.cancel(CancelReason::Closed);
         }
-    }
-}
-
-fn set_cooldown(cooldowns: &mut VecMap<String, f64>, key: String, until: f64) {
-    if !until.is_finite() {
-        return;
-    }
-    if cooldowns.len() >= MAX_COOLDOWNS {
-        let now = now_ms();
-        cooldowns.retain(|u| *u > now);
-    }
-    if let Some(u) = cooldowns.get_mut(&key) {
-        *u = u.max(until);
-    } else {
-        // Still full, every cooldown running (another tab can send 256):
-        // the one that ends first makes room, so a new key is always held.
-        if cooldowns.len() >= MAX_COOLDOWNS {
-            cooldowns.remove_min_by(f64::total_cmp);
-        }
-        cooldowns.insert(key, until);
     }
 }
 

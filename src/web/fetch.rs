@@ -5,7 +5,7 @@
 //! the timer and the caller's signal reach the body read too; for `fetch()`
 //! it ends when the headers arrive and the body is the caller's.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -15,9 +15,10 @@ use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::{Alarm, Either, Race, Stop};
 use super::convert::get;
 use super::host::{
-    assign, either_signal, global_fetch, instance_of, json_parse, quiet, to_promise,
+    assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
 use super::task::settle;
+use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
 
 // What the host's fetch resolves with is only trusted as far as it is
@@ -83,6 +84,9 @@ pub enum AttemptEnd {
         status: u16,
         status_text: String,
         retry_after: Option<String>,
+        /// A 429/503 without Retry-After: the wait its rate-limit fields
+        /// ask for (when the call honours Retry-After).
+        reset_ms: Option<f64>,
         response: JsValue,
         body: JsValue,
     },
@@ -98,6 +102,8 @@ pub struct Decided {
     pub end: AttemptEnd,
     pub permit: Option<crate::policy::breaker::Permit>,
     pub phase: &'static str,
+    /// What the deciding answer announced of the rate limit.
+    pub quota: Option<Quota>,
 }
 
 /// The most of an error body that is ever read, in UTF-16 code units.
@@ -109,6 +115,7 @@ struct Answered {
     status: u16,
     status_text: String,
     retry_after: Option<String>,
+    reset_ms: Option<f64>,
     response: JsValue,
     body: js_sys::JsString,
 }
@@ -119,6 +126,7 @@ impl Answered {
             status: self.status,
             status_text: self.status_text,
             retry_after: self.retry_after,
+            reset_ms: self.reset_ms,
             response: self.response,
             body: self.body.into(),
         }
@@ -135,10 +143,15 @@ impl Answered {
 /// 'no-store'`: an attempt in flight has read the shared init already, or
 /// is about to, and Chromium's HTTP cache lock would hold a second request
 /// to the same URL until the first one's headers arrive.
-pub async fn attempt(call: &Call, timeout_ms: f64, stop: Stop, hedge: bool) -> AttemptEnd {
+pub async fn attempt(
+    call: &Call,
+    timeout_ms: f64,
+    stop: Stop,
+    hedge: bool,
+) -> (AttemptEnd, Option<Quota>) {
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
-        return AttemptEnd::Cancelled;
+        return (AttemptEnd::Cancelled, None);
     }
     let attached = cancel.attach(&stop);
     let _timer = Alarm::stop(timeout_ms, &stop);
@@ -147,41 +160,45 @@ pub async fn attempt(call: &Call, timeout_ms: f64, stop: Stop, hedge: bool) -> A
         None => stop.signal(),
     };
     let answered = RefCell::new(None);
-    let work = std::pin::pin!(run(&call.target, call.mode, &signal, hedge, &answered));
+    let quota = Cell::new(None);
+    let work = std::pin::pin!(run(call, &signal, hedge, &answered, &quota));
     let end = Race(work, stop.wait()).await;
     drop(attached);
     let error = match end {
-        Either::Left(Ok(end)) => return end,
+        Either::Left(Ok(end)) => return (end, quota.get()),
         Either::Left(Err(e)) => e,
         Either::Right(_) => JsValue::UNDEFINED,
     };
     if cancel.is_cancelled() {
-        return AttemptEnd::Cancelled;
+        return (AttemptEnd::Cancelled, None);
     }
     // Headers in, then the error body stalled or failed: the status decides.
     if let Some(a) = answered.take() {
-        return a.end();
+        return (a.end(), quota.get());
     }
     if stop.timed_out() {
-        AttemptEnd::Timeout
+        (AttemptEnd::Timeout, None)
     } else {
-        AttemptEnd::Network(error)
+        (AttemptEnd::Network(error), None)
     }
 }
 
+/// The attempt itself. With `call.cfg.rate_limit`, the quota the answer
+/// announces goes into `quota` as soon as its headers are in.
 async fn run(
-    target: &Target,
-    mode: Mode,
+    call: &Call,
     signal: &AbortSignal,
     hedge: bool,
     answered: &RefCell<Option<Answered>>,
+    quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
+    let mode = call.mode;
     let own = |base: &JsValue| -> Result<RequestInit, JsValue> {
         let init: RequestInit = assign(&RequestInit::new(), base)?.unchecked_into();
         js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
         Ok(init)
     };
-    let sent = match target {
+    let sent = match &call.target {
         Target::Url { url, init, .. } if hedge => {
             let init = own(init)?;
             init.set_signal(Some(signal));
@@ -217,18 +234,31 @@ async fn run(
         .as_f64()
         .filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s))
         .ok_or_else(|| not_a_response("no numeric status"))? as u16;
+    let headers = resp.headers().ok();
+    let field = |name: &str| {
+        headers
+            .as_ref()
+            .and_then(|h| h.get_header(name).ok())
+            .and_then(|v| v.as_string())
+    };
+    if call.cfg.rate_limit {
+        quota.set(ratelimit::read(field, epoch_ms()));
+    }
     if !(200..300).contains(&status) {
-        let retry_after = resp
-            .headers()
-            .and_then(|h| h.get_header("retry-after"))
-            .ok()
-            .and_then(|v| v.as_string());
+        let retry_after = field("retry-after");
+        let honours = call.cfg.retry.as_ref().is_some_and(|r| r.retry_after);
+        let reset_ms = if honours && retry_after.is_none() && (status == 429 || status == 503) {
+            ratelimit::refusal_wait_ms(field, epoch_ms())
+        } else {
+            None
+        };
         let status_text = resp.status_text()?.as_string().unwrap_or_default();
         let stream = resp.body()?;
         *answered.borrow_mut() = Some(Answered {
             status,
             status_text,
             retry_after,
+            reset_ms,
             response: resp.into(),
             body: js_sys::JsString::from(""),
         });

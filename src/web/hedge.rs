@@ -27,10 +27,11 @@ use crate::policy::breaker::{Permit, State as BreakerState};
 use crate::policy::classify::{method_may_retry, sample, Outcome, Sample};
 use crate::policy::deadline::Deadline;
 use crate::policy::options::{HedgeAfter, HedgeConfig, RetryConfig};
+use crate::policy::ratelimit::Quota;
 
 /// An attempt in flight.
 struct Sent<'a> {
-    end: Pin<Box<dyn Future<Output = AttemptEnd> + 'a>>,
+    end: Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>,
     stop: Option<Stop>,
     permit: Option<Permit>,
     phase: &'static str,
@@ -74,7 +75,7 @@ impl Engine {
                 }
             })
             .await;
-            let Some((i, end)) = ended else {
+            let Some((i, (end, quota))) = ended else {
                 left -= 1;
                 match self.hedge(call, deadline, retry) {
                     Some(sent) => live.push(sent),
@@ -107,6 +108,7 @@ impl Engine {
                     end,
                     permit: sent.permit,
                     phase: sent.phase,
+                    quota,
                 };
             }
             // Failed while another attempt is still out: a sample, and wait on.
@@ -157,12 +159,13 @@ impl Engine {
         } else {
             (call.cfg.timeout_ms, "attempt")
         };
-        let (end, stop): (Pin<Box<dyn Future<Output = AttemptEnd> + 'a>>, _) = match Stop::new() {
+        type Attempt<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
+        let (end, stop): (Attempt<'a>, _) = match Stop::new() {
             Ok(stop) => (
                 Box::pin(fetch::attempt(call, timeout_ms, stop.clone(), hedge)),
                 Some(stop),
             ),
-            Err(e) => (Box::pin(async { AttemptEnd::Network(e) }), None),
+            Err(e) => (Box::pin(async { (AttemptEnd::Network(e), None) }), None),
         };
         Sent {
             end,

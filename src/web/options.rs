@@ -251,6 +251,7 @@ pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
         wait_for_online: r.bool("waitForOnline")?,
         cross_tab: r.bool("crossTab")?,
         hedge: r.toggle("hedge", read_hedge)?,
+        rate_limit: r.bool("rateLimit")?,
         storage: r.toggle("storage", |r| {
             Ok(RawStorage {
                 prefix: r.string("prefix")?,
@@ -267,6 +268,7 @@ pub fn read_call(r: &Reader) -> Result<RawCallOptions, OptionsError> {
         retry: r.toggle("retry", read_retry)?,
         wait_for_online: r.bool("waitForOnline")?,
         hedge: r.toggle("hedge", read_hedge)?,
+        rate_limit: r.bool("rateLimit")?,
     })
 }
 

@@ -2,8 +2,8 @@
 //!
 //! Why not `HashMap` or `BTreeMap`: each brings its own table or tree code
 //! (and SipHash) into the wasm, several KB gzipped, for maps that hold a
-//! handful of entries: queued calls, calls in flight, shared flights,
-//! cooldowns. A sorted Vec is a binary search and a `memmove`.
+//! handful of entries: queued calls, calls in flight, shared flights. A
+//! sorted Vec is a binary search and a `memmove`.
 
 pub struct VecMap<K, V>(Vec<(K, V)>);
 
@@ -16,18 +16,9 @@ impl<K: Ord, V> VecMap<K, V> {
         self.0.binary_search_by(|(x, _)| x.cmp(k))
     }
 
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
     pub fn get(&self, k: &K) -> Option<&V> {
         let i = self.find(k).ok()?;
         self.0.get(i).map(|(_, v)| v)
-    }
-
-    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
-        let i = self.find(k).ok()?;
-        self.0.get_mut(i).map(|(_, v)| v)
     }
 
     /// Inserts or replaces.
@@ -45,23 +36,6 @@ impl<K: Ord, V> VecMap<K, V> {
     pub fn remove(&mut self, k: &K) -> Option<V> {
         let i = self.find(k).ok()?;
         Some(self.0.remove(i).1)
-    }
-
-    /// Removes the entry whose value is least by `cmp`, if any.
-    pub fn remove_min_by(&mut self, mut cmp: impl FnMut(&V, &V) -> std::cmp::Ordering) {
-        let least = self
-            .0
-            .iter()
-            .enumerate()
-            .min_by(|(_, a), (_, b)| cmp(&a.1, &b.1))
-            .map(|(i, _)| i);
-        if let Some(i) = least {
-            self.0.remove(i);
-        }
-    }
-
-    pub fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
-        self.0.retain(|(_, v)| keep(v));
     }
 
     /// Empties the map, returning its values in key order.

@@ -1,7 +1,7 @@
 // Cross-tab coordination: two pages of one origin in one browser context,
 // each with its own client. A breaker opened in one tab rejects at once in
 // the other, with no network; one half-open probe across both; a
-// Retry-After received by one tab holds the other back.
+// Retry-After or a spent rate-limit quota seen by one tab holds the other back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchChromium, startServers, watchErrors } from './browser.mjs';
@@ -76,5 +76,22 @@ test('a Retry-After cooldown received by one tab holds the other back', async ()
   const waited = await call(b, '/echo?id=xt-ra-b', { breakerKey: 'ra', deadlineMs: 5000 });
   assert.equal(waited.ok, true);
   assert.ok(waited.ms >= 1500, `went after ${waited.ms} ms`);
+  assert.deepEqual(errors, []);
+});
+
+test('a spent rate-limit quota seen by one tab holds the other until the reset', async () => {
+  const path = '/ratelimit?quota=1&window=2&form=ietf&id=xt-rl';
+  assert.equal((await call(a, path, { breakerKey: 'rl' })).ok, true);
+  await new Promise((r) => setTimeout(r, 100));
+  const short = await call(b, path, { breakerKey: 'rl', deadlineMs: 500 });
+  assert.equal(short.name, 'CircuitOpenError', 'a hold beyond the deadline fails at once');
+  assert.ok(short.ms < 100 && short.retryInMs > 500, JSON.stringify(short));
+  // A call that ignores rate limits is not held by it.
+  const ignoring = await call(b, path, { breakerKey: 'rl', rateLimit: false });
+  assert.equal(ignoring.name, 'HttpError');
+  const waited = await call(b, path, { breakerKey: 'rl', deadlineMs: 5000 });
+  assert.equal(waited.ok, true, JSON.stringify(waited));
+  const log = (await (await fetch(`${servers.fault}/_log?id=xt-rl`)).json()).filter((e) => !e.preflight);
+  assert.deepEqual(log.map((e) => e.status), [200, 429, 200], 'only the call that ignored the quota was refused');
   assert.deepEqual(errors, []);
 });

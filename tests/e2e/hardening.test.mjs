@@ -23,13 +23,13 @@ function rng(seed) {
 }
 
 const KEYS = {
-  client: ['baseUrl', 'headers', 'timeoutMs', 'gatewayTimeoutMs', 'deadlineMs', 'retry', 'budget', 'breaker', 'concurrency', 'dedupe', 'storage'],
+  client: ['baseUrl', 'headers', 'timeoutMs', 'gatewayTimeoutMs', 'deadlineMs', 'retry', 'budget', 'breaker', 'concurrency', 'dedupe', 'storage', 'rateLimit'],
   retry: ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'jitter', 'statuses', 'methods', 'retryAfter', 'maxRetryAfterMs'],
   budget: ['ratio', 'minRetries', 'windowMs'],
   breaker: ['windowMs', 'minSamples', 'failureRate', 'consecutiveFailures', 'openMs', 'maxOpenMs', 'halfOpenProbes'],
   concurrency: ['max', 'queue'],
   storage: ['prefix', 'maxEntryBytes'],
-  call: ['signal', 'timeoutMs', 'deadlineMs', 'retry', 'idempotencyKey', 'breakerKey', 'method', 'headers', 'query', 'body', 'responseType'],
+  call: ['signal', 'timeoutMs', 'deadlineMs', 'retry', 'idempotencyKey', 'breakerKey', 'method', 'headers', 'query', 'body', 'responseType', 'rateLimit'],
 };
 
 const throwing = () => new Proxy({}, {

@@ -28,8 +28,42 @@ const CAPACITY_DEFAULTS = Object.freeze({
 
 const ENDPOINTS = new Set([
   '/echo', '/delay', '/tail', '/hang', '/fail-first', '/slow-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
-  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity',
+  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity', '/ratelimit',
 ]);
+
+// The rate-limit field spellings /ratelimit can answer with.
+const RATELIMIT_FORMS = new Set(['ietf', 'dict', 'draft', 'x', 'x-dash', 'none']);
+const RATELIMIT_EXPOSED = 'RateLimit, RateLimit-Policy, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, '
+  + 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Rate-Limit-Limit, X-Rate-Limit-Remaining, X-Rate-Limit-Reset';
+
+// The fields of one /ratelimit answer: `remaining` requests left of `quota`, the window ending in
+// `leftMs` (sent as whole seconds, rounded up), `windowS` long. `reset`: delta | epoch | date.
+export function rateLimitFields(form, { quota, remaining, leftMs, windowS, reset = 'delta', nowEpochMs = Date.now() }) {
+  const t = Math.max(0, Math.ceil(leftMs / 1000));
+  const endEpoch = nowEpochMs + t * 1000;
+  const legacyReset = reset === 'epoch'
+    ? String(Math.ceil(endEpoch / 1000))
+    : reset === 'date' ? new Date(Math.ceil(endEpoch / 1000) * 1000).toUTCString() : String(t);
+  const legacy = (prefix) => ({
+    [`${prefix}-Limit`]: String(quota),
+    [`${prefix}-Remaining`]: String(remaining),
+    [`${prefix}-Reset`]: legacyReset,
+  });
+  switch (form) {
+    case 'ietf':
+      return { RateLimit: `"default";r=${remaining};t=${t}`, 'RateLimit-Policy': `"default";q=${quota};w=${windowS}` };
+    case 'dict':
+      return { RateLimit: `limit=${quota}, remaining=${remaining}, reset=${t}` };
+    case 'draft':
+      return legacy('RateLimit');
+    case 'x':
+      return legacy('X-RateLimit');
+    case 'x-dash':
+      return legacy('X-Rate-Limit');
+    default:
+      return {};
+  }
+}
 
 const MIME = {
   '.html': 'text/html; charset=utf-8',
@@ -90,6 +124,7 @@ function newIdState() {
     failFirst: new Map(),
     idem: new Map(),
     executions: 0,
+    quotas: new Map(),
   };
 }
 
@@ -175,7 +210,7 @@ export async function startServer({
     const origin = req.headers.origin;
     const h = {
       'Access-Control-Allow-Origin': origin ? headerSafe(origin) : '*',
-      'Access-Control-Expose-Headers': '*, Retry-After, X-Request-Seq, Content-Length, Content-Type, Date, X-Huge',
+      'Access-Control-Expose-Headers': `*, Retry-After, X-Request-Seq, Content-Length, Content-Type, Date, X-Huge, ${RATELIMIT_EXPOSED}`,
       'Timing-Allow-Origin': '*',
     };
     if (origin) {
@@ -483,6 +518,31 @@ export async function startServer({
         const slow = attempt <= n;
         if (slow && !(await ctx.sleep(numParam(query.ms, 2000, 0, MAX_DELAY_MS)))) return;
         return sendJson(ctx, 200, { ok: true, attempt, slow });
+      }
+
+      case '/ratelimit': {
+        // A fixed-window quota per id (and key): `quota` requests per `window` seconds, the window
+        // starting with its first request; beyond it `status` (default 429). Every answer carries the
+        // fields of `form`; `retryAfter=1` adds Retry-After (whole seconds to the reset) to refusals.
+        const quota = intParam(query.quota, 10, 0, 1e9);
+        const windowS = intParam(query.window, 1, 1, 86400);
+        const form = RATELIMIT_FORMS.has(query.form) ? query.form : 'ietf';
+        const key = query.key ?? '';
+        const t = now();
+        let w = ctx.state.quotas.get(key);
+        if (!w || t >= w.start + windowS * 1000) {
+          w = { start: t, used: 0 };
+          ctx.state.quotas.set(key, w);
+        }
+        const leftMs = Math.max(0, windowS * 1000 - (t - w.start));
+        const allowed = w.used < quota;
+        if (allowed) w.used += 1;
+        const remaining = quota - w.used;
+        const headers = rateLimitFields(form, { quota, remaining, leftMs, windowS, reset: query.reset });
+        if (allowed) return sendJson(ctx, 200, { ok: true, remaining }, headers);
+        if (query.retryAfter === '1') headers['Retry-After'] = String(Math.ceil(leftMs / 1000));
+        const status = intParam(query.status, 429, 400, 599);
+        return sendJson(ctx, status, { ok: false, status, remaining }, headers);
       }
 
       case '/reset':

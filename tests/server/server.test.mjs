@@ -221,6 +221,48 @@ test('/status/CODE with Retry-After verbatim, body, delay', async () => {
   assert.ok(l[1].finishedAt - l[1].t >= 25);
 });
 
+test('/ratelimit: a fixed-window quota per id and key, announced in each field form', async () => {
+  const fields = (h) => Object.fromEntries([...h].filter(([k]) => /rate-?limit/i.test(k)));
+  const id = newId('rl');
+  const get = (q) => fetch(`${base}/ratelimit?id=${id}&quota=2&window=5&${q}`);
+  const a = await get('form=ietf&key=a');
+  assert.equal(a.status, 200);
+  assert.deepEqual(await a.json(), { ok: true, remaining: 1 });
+  assert.deepEqual(fields(a.headers), { ratelimit: '"default";r=1;t=5', 'ratelimit-policy': '"default";q=2;w=5' });
+  assert.equal((await get('form=ietf&key=a')).headers.get('ratelimit'), '"default";r=0;t=5');
+  const refused = await get('form=ietf&key=a&retryAfter=1');
+  assert.equal(refused.status, 429);
+  assert.deepEqual(await refused.json(), { ok: false, status: 429, remaining: 0 });
+  assert.equal(refused.headers.get('retry-after'), '5');
+  assert.equal((await get('form=ietf&key=a&status=503')).status, 503);
+  // Another key has a quota of its own; each form spells the same numbers.
+  assert.deepEqual(fields((await get('form=dict&key=b')).headers), { ratelimit: 'limit=2, remaining=1, reset=5' });
+  for (const [form, prefix] of [['draft', 'ratelimit'], ['x', 'x-ratelimit'], ['x-dash', 'x-rate-limit']]) {
+    const h = fields((await get(`form=${form}&key=${form}`)).headers);
+    assert.deepEqual(h, { [`${prefix}-limit`]: '2', [`${prefix}-remaining`]: '1', [`${prefix}-reset`]: '5' }, form);
+  }
+  const epoch = Number((await get('form=x&key=e&reset=epoch')).headers.get('x-ratelimit-reset'));
+  assert.ok(Math.abs(epoch - (Date.now() / 1000 + 5)) < 2, `an epoch reset: ${epoch}`);
+  const date = (await get('form=draft&key=d&reset=date')).headers.get('ratelimit-reset');
+  assert.ok(Math.abs(Date.parse(date) - (Date.now() + 5000)) < 2000, `an HTTP-date reset: ${date}`);
+  assert.deepEqual(fields((await get('form=none&key=n')).headers), {});
+  // Cross-origin readers may see the fields.
+  assert.match(a.headers.get('access-control-expose-headers'), /RateLimit-Policy, .*X-Rate-Limit-Reset/);
+  const l = await log(id);
+  assert.deepEqual(l.slice(0, 4).map((e) => e.status), [200, 200, 429, 503]);
+});
+
+test('/ratelimit: a new window starts once the last one has passed', async () => {
+  const id = newId('rlw');
+  const get = () => fetch(`${base}/ratelimit?id=${id}&quota=1&window=1&form=x`);
+  assert.equal((await get()).status, 200);
+  assert.equal((await get()).status, 429);
+  await sleep(1050);
+  const again = await get();
+  assert.equal(again.status, 200);
+  assert.equal(again.headers.get('x-ratelimit-remaining'), '0');
+});
+
 test('/fail-first: first N fail with status, then 200 with attempt; reset variant', async () => {
   const id = newId('ff');
   const seq = [];
