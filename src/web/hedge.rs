@@ -7,8 +7,8 @@
 //! storm: a hedge is a retry for the budget (denied when the budget is
 //! spent), goes out only while the breaker is closed, only for calls that
 //! may be replayed (a method in `retry.methods` or an idempotency key), only
-//! into a concurrency slot that is free at once (never queued), and only
-//! within the deadline. The first attempt to answer in a way no other could
+//! into a concurrency slot that is free at once (never queued), never past a
+//! Retry-After hold or a rate limit's spacing, and only within the deadline. The first attempt to answer in a way no other could
 //! improve on (a success, a status that is no failure, a parse error) wins,
 //! and the others are aborted through their AbortControllers; a failure
 //! while another attempt is still out is a breaker sample, and the round
@@ -27,7 +27,7 @@ use crate::policy::breaker::{Permit, State as BreakerState};
 use crate::policy::classify::{method_may_retry, sample, Outcome, Sample};
 use crate::policy::deadline::Deadline;
 use crate::policy::options::{HedgeAfter, HedgeConfig, RetryConfig};
-use crate::policy::ratelimit::Quota;
+use crate::policy::ratelimit::{Admit, Quota};
 
 /// An attempt in flight.
 struct Sent<'a> {
@@ -197,8 +197,17 @@ impl Engine {
         if call.cancel.is_cancelled()
             || deadline.expired(now)
             || !method_may_retry(retry, &call.method, call.has_key)
-            || !self.st.borrow_mut().limiter.try_take()
         {
+            return None;
+        }
+        // Never past a hold (Retry-After, a spent quota) or a quota's
+        // spacing: a hedge is a send like any other (admitted, it counts).
+        let admit =
+            self.st
+                .borrow_mut()
+                .limits
+                .admit(&call.breaker_key, now, 0.0, call.cfg.rate_limit);
+        if !matches!(admit, Admit::Now) || !self.st.borrow_mut().limiter.try_take() {
             return None;
         }
         let permit = {
