@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=0.2.130   # must equal the `=` pin in Cargo.toml
+WASM_PACK_VERSION=0.15.1
 say() { printf '[setup] %s\n' "$*"; }
 
 # 1. The wasm target of the machine's one Rust toolchain.
@@ -50,7 +51,17 @@ if ! command -v geckodriver >/dev/null 2>&1; then
   cargo install geckodriver
 fi
 
-# 5. npm packages from the committed lock file (binaryen's wasm-opt,
+# 5. wasm-pack, through which `npm test` runs the browser suites and a
+#    contributor runs one browser test (README, "Running one test"). From
+#    crates.io: the npm package `wasm-pack` downloads a prebuilt binary, which
+#    fails here. It downloads nothing itself as long as the wasm-bindgen above
+#    (Cargo.lock's version) and chromedriver/geckodriver are on PATH.
+if [ "$(wasm-pack --version 2>/dev/null || true)" != "wasm-pack $WASM_PACK_VERSION" ]; then
+  say "installing wasm-pack $WASM_PACK_VERSION (cargo install: 400 CPU-seconds, 3-4 minutes on 2 idle cores)"
+  cargo install wasm-pack --version "$WASM_PACK_VERSION"
+fi
+
+# 6. npm packages from the committed lock file (binaryen's wasm-opt,
 #    playwright-core, ...). Reinstalled only when the lock file changes.
 lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -d node_modules ] || [ "$(cat node_modules/.stormguard-lock 2>/dev/null || true)" != "$lock_sum" ]; then

@@ -1,7 +1,9 @@
 //! Browser tests of the engine: wasm-bindgen-test in headless Chromium,
 //! against the fault server (`tests/server`), whose request log is the
 //! witness of what really went over the network. Run through `npm test`,
-//! which starts the server and passes its URL in STORMGUARD_FAULT_URL.
+//! which starts the server and passes its URL in STORMGUARD_FAULT_URL, or
+//! by hand with `wasm-pack test --headless --chrome` (README, "Running one
+//! test").
 #![cfg(target_arch = "wasm32")]
 #![allow(
     clippy::unwrap_used,

@@ -199,7 +199,9 @@ fn days_from_civil(year: u32, month: u32, day: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-#[cfg(test)]
+// Native only: proptest is a native dev-dependency, and `wasm-pack test`
+// builds every test target for wasm32.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

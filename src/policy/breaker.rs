@@ -518,7 +518,9 @@ fn circuit<'a>(circuits: &'a mut [(String, Circuit)], key: &str) -> Option<&'a m
     circuits.get_mut(i).map(|(_, c)| c)
 }
 
-#[cfg(test)]
+// Native only: proptest is a native dev-dependency, and `wasm-pack test`
+// builds every test target for wasm32.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

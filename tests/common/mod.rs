@@ -19,11 +19,16 @@ extern "C" {
     fn json_parse(s: &str) -> JsValue;
 }
 
-/// The fault server, started by `npm test` (scripts/test.sh).
+/// The fault server, started by `npm test` (scripts/test.sh) or by hand
+/// (README, "Running one test"). Its URL is read when the tests compile, so
+/// a new URL rebuilds them.
 pub fn fault() -> &'static str {
     match option_env!("STORMGUARD_FAULT_URL") {
         Some(u) => u,
-        None => panic!("STORMGUARD_FAULT_URL is set by `npm test` (scripts/test.sh)"),
+        None => panic!(
+            "STORMGUARD_FAULT_URL was not set when the tests compiled: start the fault server \
+             and export its URL (README, \"Running one test\"), or run npm test"
+        ),
     }
 }
 

@@ -231,3 +231,29 @@ test('the README shows each way in: plain ESM, Vite + React, Vue, Node, a worker
     assert.ok(readme.includes(snippet), `README shows ${snippet}`);
   }
 });
+
+test("the README's browser-test commands are the ones npm test runs, and name a real test", () => {
+  const start = readme.indexOf('\n## Running one test\n');
+  assert.ok(start >= 0, 'README.md has a "## Running one test" section');
+  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(start))[1];
+  const testSh = readFileSync(join(root, 'scripts/test.sh'), 'utf8');
+
+  // The server as npm test starts it, on the port whose URL is exported.
+  const server = /^node tests\/server\/server\.mjs(.*?) --port (\d+) &$/m.exec(block);
+  assert.ok(server, 'README starts the fault server on a fixed --port, in the background');
+  assert.match(block, new RegExp(`^export STORMGUARD_FAULT_URL=http://127\\.0\\.0\\.1:${server[2]}$`, 'm'));
+  const npmServer = /^node tests\/server\/server\.mjs(.*?) >/m.exec(testSh);
+  assert.ok(npmServer, 'scripts/test.sh starts the fault server');
+  assert.equal(server[1].trim(), npmServer[1].trim(), "the README's server flags are scripts/test.sh's");
+
+  // Each wasm-pack line: npm test runs it in that browser with no filter.
+  const runs = [...block.matchAll(/^wasm-pack test --headless --(chrome|firefox)(?: --test (\w+) -- (\w+))?\s/gm)];
+  assert.deepEqual([...new Set(runs.map((r) => r[1]))].sort(), ['chrome', 'firefox']);
+  for (const [, browser, file, filter] of runs) {
+    assert.match(testSh, new RegExp(`^wasm-pack test --mode no-install --headless --${browser}$`, 'm'));
+    if (!file) continue;
+    const src = readFileSync(join(root, `tests/${file}.rs`), 'utf8');
+    const names = [...src.matchAll(/#\[wasm_bindgen_test\]\s*(?:async )?fn (\w+)/g)].map((m) => m[1]);
+    assert.ok(names.some((n) => n.includes(filter)), `tests/${file}.rs has a browser test matching "${filter}"`);
+  }
+});
