@@ -670,7 +670,9 @@ impl Limits {
     }
 }
 
-#[cfg(test)]
+// Native only: proptest is a native dev-dependency, and `wasm-pack test`
+// builds every test target for wasm32.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;
