@@ -374,23 +374,11 @@ impl Client {
         // copy's prototype and smuggle its method, headers and body in, and
         // would drop inherited members. The Proxy's target is an empty
         // object, so a frozen `init` breaks no Proxy invariant.
-        let signal_key = JsValue::from_str("signal");
-        let source = init.clone();
-        let read = Closure::<dyn Fn(JsValue, JsValue) -> Result<JsValue, JsValue>>::new(
-            move |_target: JsValue, key: JsValue| {
-                if key == signal_key {
-                    Ok(JsValue::UNDEFINED)
-                } else {
-                    js_sys::Reflect::get(&source, &key)
-                }
-            },
-        );
-        let plain: JsValue = if init.is_object() {
-            let handler = Obj::new();
-            handler.set("get", read.as_ref().clone());
-            js_sys::Proxy::new(&js_sys::Object::new(), &handler.0).into()
-        } else {
-            js_sys::Object::new().into()
+        // The trap must outlive the Request constructor below.
+        let view = init.is_object().then(|| init_view(init));
+        let plain: JsValue = match &view {
+            Some((proxy, _trap)) => proxy.clone(),
+            None => js_sys::Object::new().into(),
         };
         let plain: RequestInit = plain.unchecked_into();
         // The URL is checked (credentials refused by name) before the
@@ -488,6 +476,27 @@ impl Client {
         };
         Ok((call, common.signal))
     }
+}
+
+/// The trap that reads `init` for the Request constructor.
+type InitTrap = Closure<dyn Fn(JsValue, JsValue) -> Result<JsValue, JsValue>>;
+
+/// A Proxy over `init` whose every read is `Reflect.get(init, key)`, but
+/// `signal` reads as undefined (see `prepare_fetch`).
+fn init_view(init: &JsValue) -> (JsValue, InitTrap) {
+    let signal_key = JsValue::from_str("signal");
+    let source = init.clone();
+    let trap = InitTrap::new(move |_target: JsValue, key: JsValue| {
+        if key == signal_key {
+            Ok(JsValue::UNDEFINED)
+        } else {
+            js_sys::Reflect::get(&source, &key)
+        }
+    });
+    let handler = Obj::new();
+    handler.set("get", trap.as_ref().clone());
+    let proxy = js_sys::Proxy::new(&js_sys::Object::new(), &handler.0);
+    (proxy.into(), trap)
 }
 
 /// Calls are identical when method, absolute URL, headers and response
