@@ -575,6 +575,8 @@ async fn fetch_reads_init_as_the_native_fetch_does() {
            () => JSON.parse('{\"__proto__\":{\"method\":\"DELETE\",\"headers\":{\"authorization\":\"Bearer x\"}}}'),
            () => JSON.parse('{\"__proto__\":{\"method\":\"POST\",\"body\":\"smuggled\"}}'),
            () => Object.create({ method: 'PUT', body: 'inherited', headers: { 'x-inherited': '1' } }),
+           () => Object.freeze({ method: 'PUT', body: 'frozen', signal: new AbortController().signal }),
+           () => new Request(location.href, { method: 'DELETE', headers: { 'x-inherited': '2' } }),
          ];",
     )
     .call0(&JsValue::NULL)
@@ -614,6 +616,8 @@ async fn fetch_reads_init_as_the_native_fetch_does() {
     assert_eq!(sent[0], r#"["GET","",null,null]"#);
     assert_eq!(sent[1], r#"["GET","",null,null]"#);
     assert_eq!(sent[2], r#"["PUT","inherited",null,"1"]"#);
+    assert_eq!(sent[3], r#"["PUT","frozen",null,null]"#);
+    assert_eq!(sent[4], r#"["DELETE","",null,"2"]"#);
 }
 
 #[wasm_bindgen_test]

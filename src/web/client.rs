@@ -367,21 +367,19 @@ impl Client {
         let mut common = self.common(&r)?;
         // The Request sees the caller's init minus the signal: each attempt
         // gets its own, linked to the caller's. The Request constructor reads
-        // `init` itself, member by member through [[Get]] as the host's fetch
-        // does (inherited members included), from an object whose prototype
-        // is `init` and whose own `signal` is undefined. Never a copy:
-        // Object.assign or a spread would turn an own `__proto__` key (what
-        // JSON.parse makes of one) into the copy's prototype and smuggle
-        // its method, headers and body in, and would drop inherited members.
-        let plain = if init.is_object() {
-            let view = js_sys::Object::create(init.unchecked_ref());
-            let hidden = js_sys::Object::new();
-            let _ = js_sys::Reflect::set(&hidden, &"value".into(), &JsValue::UNDEFINED);
-            js_sys::Reflect::define_property(&view, &"signal".into(), &hidden)
-                .map_err(|_| opt_err("init", "could not be read"))?;
-            view
-        } else {
-            js_sys::Object::new()
+        // `init` itself, member by member, through a Proxy whose `get` trap
+        // is `Reflect.get(init, key)` (inherited members and getters, with
+        // `init` as their receiver, as the host's fetch reads them) except
+        // for `signal`. Never a copy: Object.assign or a spread would turn
+        // an own `__proto__` key (what JSON.parse makes of one) into the
+        // copy's prototype and smuggle its method, headers and body in, and
+        // would drop inherited members. The Proxy's target is an empty
+        // object, so a frozen `init` breaks no Proxy invariant.
+        // The trap must outlive the Request constructor below.
+        let view = init.is_object().then(|| init_view(init));
+        let plain: JsValue = match &view {
+            Some((proxy, _trap)) => proxy.clone(),
+            None => js_sys::Object::new().into(),
         };
         let plain: RequestInit = plain.unchecked_into();
         // The URL is checked (credentials refused by name) before the
@@ -479,6 +477,27 @@ impl Client {
         };
         Ok((call, common.signal))
     }
+}
+
+/// The trap that reads `init` for the Request constructor.
+type InitTrap = Closure<dyn Fn(JsValue, JsValue) -> Result<JsValue, JsValue>>;
+
+/// A Proxy over `init` whose every read is `Reflect.get(init, key)`, but
+/// `signal` reads as undefined (see `prepare_fetch`).
+fn init_view(init: &JsValue) -> (JsValue, InitTrap) {
+    let signal_key = JsValue::from_str("signal");
+    let source = init.clone();
+    let trap = InitTrap::new(move |_target: JsValue, key: JsValue| {
+        if key == signal_key {
+            Ok(JsValue::UNDEFINED)
+        } else {
+            js_sys::Reflect::get(&source, &key)
+        }
+    });
+    let handler = Obj::new();
+    handler.set("get", trap.as_ref().clone());
+    let proxy = js_sys::Proxy::new(&js_sys::Object::new(), &handler.0);
+    (proxy.into(), trap)
 }
 
 /// Calls are identical when method, absolute URL, headers and response

@@ -150,6 +150,9 @@ test('fetch(): what arrives for an init equals what the native fetch sends for i
     }),
     'plain init': () => ({ method: 'POST', body: 'plain', headers: [['x-a', '1'], ['x-a', '2']] }),
     'null prototype': () => Object.assign(Object.create(null), { method: 'POST', body: 'np' }),
+    'frozen, with a signal': () => Object.freeze({ method: 'PUT', body: 'frozen', signal: new AbortController().signal }),
+    // A Request's members are getters that need the Request itself as `this`.
+    'a Request as init': () => new Request(`${server.url}/elsewhere`, { method: 'DELETE', headers: { 'x-from-request': '1' } }),
   };
   const seen = (r) => r.json().then(({ method, headers, body, bodyBytes }) => ({ method, headers, body, bodyBytes }));
   for (const [name, make] of Object.entries(cases)) {
