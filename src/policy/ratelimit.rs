@@ -307,8 +307,11 @@ fn split_params(member: &str) -> (&str, &str) {
             b'\\' if quoted => escaped = true,
             b'"' => quoted = !quoted,
             b';' if !quoted => {
-                let (bare, rest) = member.split_at(i);
-                return (bare.trim_end(), rest);
+                // `;` is ASCII: the cut is on a char boundary (checked
+                // anyway, so no panic path is linked).
+                if let Some((bare, rest)) = member.split_at_checked(i) {
+                    return (bare.trim_end(), rest);
+                }
             }
             _ => {}
         }

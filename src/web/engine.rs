@@ -29,7 +29,7 @@ use crate::policy::deadline::Deadline;
 use crate::policy::latency::Latencies;
 use crate::policy::limiter::{Acquire, Limiter, WaiterId};
 use crate::policy::options::{BreakerConfig, ClientConfig, RetryConfig};
-use crate::policy::ratelimit::{Admit, Limits, Why};
+use crate::policy::ratelimit::{Admit, Limits, Quota, Why};
 use crate::policy::stats::Stats;
 
 pub struct Listener {
@@ -301,46 +301,76 @@ impl Engine {
         deadline: &Deadline,
         mut now: f64,
     ) -> Result<f64, CallError> {
-        // schema() fails over at once, but not on the cooldown its own
-        // last answer set (its planned retry waits exactly that long, and
-        // a timer may fire a hair early).
-        let fail_fast = call.prefer_cache && call.cancel.attempts() == 0;
         // One event per reason, not one per look.
         let mut told: Option<Why> = None;
-        loop {
-            let max_wait = if fail_fast {
-                0.0
-            } else {
-                deadline.remaining(now)
-            };
-            let admit = self.st.borrow_mut().limits.admit(
-                &call.breaker_key,
-                now,
-                max_wait,
-                call.cfg.rate_limit,
-            );
-            let (wait, why) = match admit {
-                Admit::Now => return Ok(now),
-                Admit::Wait { ms, why } => (ms, why),
-                Admit::Refuse { ms, .. } => {
-                    return Err(CallError::new(ErrorKind::CircuitOpen {
-                        key: call.breaker_key.clone(),
-                        retry_in_ms: ms,
-                    }))
-                }
-            };
-            if told != Some(why) {
-                told = Some(why);
-                self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
-                    o.set("delayMs", wait)
-                        .set("reason", why.as_str())
-                        .set("key", call.breaker_key.as_str());
-                });
-            }
+        while let Some(wait) = self.admit(call, deadline, now, &mut told)? {
             if call.cancel.sleep(wait).await == Wake::Cancelled {
                 return Err(abort_error(&call.cancel));
             }
             now = now_ms();
+        }
+        Ok(now)
+    }
+
+    /// One look at the call's key: None to go now, or how long to wait
+    /// (announced by a 'wait' event unless `told` of that reason already).
+    /// Out of line: kept out of the call loop's state machine.
+    #[inline(never)]
+    fn admit(
+        &self,
+        call: &Call,
+        deadline: &Deadline,
+        now: f64,
+        told: &mut Option<Why>,
+    ) -> Result<Option<f64>, CallError> {
+        // schema() fails over at once, but not on the cooldown its own
+        // last answer set (its planned retry waits exactly that long, and
+        // a timer may fire a hair early).
+        let fail_fast = call.prefer_cache && call.cancel.attempts() == 0;
+        let max_wait = if fail_fast {
+            0.0
+        } else {
+            deadline.remaining(now)
+        };
+        let admit = self.st.borrow_mut().limits.admit(
+            &call.breaker_key,
+            now,
+            max_wait,
+            call.cfg.rate_limit,
+        );
+        let (wait, why) = match admit {
+            Admit::Now => return Ok(None),
+            Admit::Wait { ms, why } => (ms, why),
+            Admit::Refuse { ms, .. } => {
+                return Err(CallError::new(ErrorKind::CircuitOpen {
+                    key: call.breaker_key.clone(),
+                    retry_in_ms: ms,
+                }))
+            }
+        };
+        if *told != Some(why) {
+            *told = Some(why);
+            self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
+                o.set("delayMs", wait)
+                    .set("reason", why.as_str())
+                    .set("key", call.breaker_key.as_str());
+            });
+        }
+        Ok(Some(wait))
+    }
+
+    /// What an answer to the call announced of its key's quota (the call
+    /// obeys rate limits); a quota spent is told to the other tabs.
+    #[inline(never)]
+    pub(super) fn observe_quota(&self, call: &Call, quota: Option<&Quota>) {
+        let (now, cap) = (now_ms(), self.hold_cap());
+        let held = self
+            .st
+            .borrow_mut()
+            .limits
+            .observe(&call.breaker_key, quota, now, cap);
+        if let Some(until) = held {
+            self.tell_tabs(&call.breaker_key, until - now, true);
         }
     }
 
@@ -551,16 +581,7 @@ impl Engine {
                 AttemptEnd::Done(_) | AttemptEnd::Parse(_) | AttemptEnd::Status { .. }
             );
             if call.cfg.rate_limit && answered {
-                let (now, cap) = (now_ms(), self.hold_cap());
-                let held = self.st.borrow_mut().limits.observe(
-                    &call.breaker_key,
-                    quota.as_ref(),
-                    now,
-                    cap,
-                );
-                if let Some(until) = held {
-                    self.tell_tabs(&call.breaker_key, until - now, true);
-                }
+                self.observe_quota(call, quota.as_ref());
             }
 
             let failure_statuses = self.cfg.failure_statuses();

@@ -234,24 +234,9 @@ async fn run(
         .as_f64()
         .filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s))
         .ok_or_else(|| not_a_response("no numeric status"))? as u16;
-    let headers = resp.headers().ok();
-    let field = |name: &str| {
-        headers
-            .as_ref()
-            .and_then(|h| h.get_header(name).ok())
-            .and_then(|v| v.as_string())
-    };
-    if call.cfg.rate_limit {
-        quota.set(ratelimit::read(field, epoch_ms()));
-    }
+    let (announced, retry_after, reset_ms) = fields(call, &resp, status);
+    quota.set(announced);
     if !(200..300).contains(&status) {
-        let retry_after = field("retry-after");
-        let honours = call.cfg.retry.as_ref().is_some_and(|r| r.retry_after);
-        let reset_ms = if honours && retry_after.is_none() && (status == 429 || status == 503) {
-            ratelimit::refusal_wait_ms(field, epoch_ms())
-        } else {
-            None
-        };
         let status_text = resp.status_text()?.as_string().unwrap_or_default();
         let stream = resp.body()?;
         *answered.borrow_mut() = Some(Answered {
@@ -301,6 +286,41 @@ async fn run(
         }
     };
     Ok(AttemptEnd::Done(value))
+}
+
+/// What an answer's fields say: the quota it announces (if the call obeys
+/// rate limits) and, for a non-2xx, its Retry-After and (a 429/503 without
+/// one, when the call honours Retry-After) the wait its rate-limit reset
+/// asks for. Out of line: kept out of the attempt's state machine.
+#[inline(never)]
+fn fields(
+    call: &Call,
+    resp: &AnyResponse,
+    status: u16,
+) -> (Option<Quota>, Option<String>, Option<f64>) {
+    let headers = resp.headers().ok();
+    let field = |name: &str| {
+        headers
+            .as_ref()
+            .and_then(|h| h.get_header(name).ok())
+            .and_then(|v| v.as_string())
+    };
+    let quota = if call.cfg.rate_limit {
+        ratelimit::read(field, epoch_ms())
+    } else {
+        None
+    };
+    if (200..300).contains(&status) {
+        return (quota, None, None);
+    }
+    let retry_after = field("retry-after");
+    let honours = call.cfg.retry.as_ref().is_some_and(|r| r.retry_after);
+    let reset_ms = if honours && retry_after.is_none() && (status == 429 || status == 503) {
+        ratelimit::refusal_wait_ms(field, epoch_ms())
+    } else {
+        None
+    };
+    (quota, retry_after, reset_ms)
 }
 
 /// Reads at most `max` UTF-16 units of an error body as text into

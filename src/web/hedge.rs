@@ -111,12 +111,16 @@ impl Engine {
                     quota,
                 };
             }
-            // Failed while another attempt is still out: a sample, and wait on.
+            // Failed while another attempt is still out: a sample (and what
+            // its answer said of the quota), and wait on.
             let outcome = match &end {
                 AttemptEnd::Status {
                     status, response, ..
                 } => {
                     fetch::discard(response);
+                    if call.cfg.rate_limit {
+                        self.observe_quota(call, quota.as_ref());
+                    }
                     Outcome::Status(*status)
                 }
                 AttemptEnd::Timeout => {
