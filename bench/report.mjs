@@ -301,7 +301,13 @@ function stormSection(res, charts, anchors) {
   const cfgOf = (x) => S.configs?.[`${x.profile}/${x.faultMs}`] ?? c;
   const steady = cfgOf(cases.find((x) => x.profile === 'steady') ?? cases[0]);
   const load = (cfg) => ((cfg.clients * (cfg.calls?.length ?? 1)) / (cfg.periodMs / 1000)) / capacity;
-  let md = `## 4. Storm\n\n` +
+  const k = c.clientsScale ?? 1;
+  const scaled = !res.meta?.quick && k !== 1
+    ? `> **Scaled run:** clients and backend scaled by ${k} (\`--scale=${k}\`): the same load (0.75 of ` +
+      `capacity), timings and faults with fewer clients, because other work on this machine left too little CPU for the full ` +
+      `number of clients (see the conditions below).\n\n`
+    : '';
+  let md = `## 4. Storm\n\n` + scaled +
     `The model of [BENCHMARKS.md](../../shared/BENCHMARKS.md) on the fault server's \`/capacity\` endpoints: C = ${cap.c} slots of ` +
     `S = ${cap.serviceMs} ms (${capacity} req/s), a FIFO queue of ${cap.queue}, gateway timeout G = ${cap.gatewayMs} ms ` +
     `(the backend still spends a slot on a request the gateway already answered 504). Each logical client is its own strategy ` +
