@@ -72,6 +72,8 @@ export function forkNode(script, args = [], { execArgv = [], env } = {}) {
 
 /** Sends one request message to a child and waits for the answer of the same type. */
 export function ask(child, type, payload = {}) {
+  // a child that is gone would never answer, nor exit again: fail at once
+  if (!child.connected) return Promise.reject(new Error(`child gone before it could answer ${type}`));
   return new Promise((resolve, reject) => {
     const onMsg = (m) => {
       if (m && m.type === type) {

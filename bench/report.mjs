@@ -283,6 +283,9 @@ function overheadSection(res, charts) {
   return md;
 }
 
+/** A run whose load generator could not keep time, or that shared the machine with other work. */
+const isStarved = (r) => r.loadGen.loopDelayP99Ms > 50 || (r.batch && r.batch.otherCores > 0.3);
+
 // strategies drawn in the charts (the variants are in the tables)
 const CHARTED = ['none', 'naive', 'ky', 'cockatiel', 'stormguard'];
 const ORDER = ['none', 'naive', 'ky', 'cockatiel', 'stormguard'];
@@ -301,7 +304,13 @@ function stormSection(res, charts, anchors) {
   const cfgOf = (x) => S.configs?.[`${x.profile}/${x.faultMs}`] ?? c;
   const steady = cfgOf(cases.find((x) => x.profile === 'steady') ?? cases[0]);
   const load = (cfg) => ((cfg.clients * (cfg.calls?.length ?? 1)) / (cfg.periodMs / 1000)) / capacity;
-  let md = `## 4. Storm\n\n` +
+  const k = c.clientsScale ?? 1;
+  const scaled = !res.meta?.quick && k !== 1
+    ? `> **Scaled run:** clients and backend scaled by ${k} (\`--scale=${k}\`): the same load (0.75 of ` +
+      `capacity), timings and faults with fewer clients, because other work on this machine left too little CPU for the full ` +
+      `number of clients (see the conditions below).\n\n`
+    : '';
+  let md = `## 4. Storm\n\n` + scaled +
     `The model of [BENCHMARKS.md](../../shared/BENCHMARKS.md) on the fault server's \`/capacity\` endpoints: C = ${cap.c} slots of ` +
     `S = ${cap.serviceMs} ms (${capacity} req/s), a FIFO queue of ${cap.queue}, gateway timeout G = ${cap.gatewayMs} ms ` +
     `(the backend still spends a slot on a request the gateway already answered 504). Each logical client is its own strategy ` +
@@ -376,7 +385,7 @@ function stormSection(res, charts, anchors) {
     const batches = [...new Map(runs.map((r) => [`${r.profile}/${r.faultMs}/${r.group?.join(',')}`, r])).values()];
     md += `Ran together: ${batches.map((r) => `[${lengthLabel(r.faultMs)} ${r.profile}: ${r.group?.join(', ') ?? 'all'}]` + (r.batch ? ` (${fixed(r.batch.machineBusyCores, 1)} of ${res.meta.cores} cores busy, ` +
       `${fixed(r.batch.otherCores, 2)} by other processes)` : '')).join('; ')}.\n\n`;
-    const starved = runs.filter((r) => r.loadGen.loopDelayP99Ms > 50 || (r.batch && r.batch.otherCores > 0.3));
+    const starved = runs.filter(isStarved);
     if (starved.length) {
       starvedAll.push(...starved);
       md += `> **Caution:** ${starved.map((r) => `${r.strategy} (${lengthLabel(r.faultMs)} ${r.profile})`).join(', ')} ran while the machine was busy (load-generator event-loop ` +
@@ -538,6 +547,14 @@ export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarks
     `(${meta.seconds.toFixed(0)} s)${meta.quick ? '. **This is a --quick run: fewer calls, fewer clients, shorter phases; the figures only show that the benchmark runs**' : ''}. ` +
     `The raw figures are in \`results/*.json\`.\n\n`;
   if (meta.mixed) md += `> Note: the sections come from different runs (${meta.mixed}).\n\n`;
+  const starved = res.storm ? res.storm.runs.filter(isStarved) : [];
+  if (res.storm && starved.length > res.storm.runs.length / 4) {
+    md += `> **Warning: the storm figures of this run are not trustworthy.** ${starved.length} of its ${res.storm.runs.length} runs ` +
+      `ran while the machine was too busy to keep their load generators on time (event-loop lag p99 over 50 ms, or over 0.3 ` +
+      `cores used by other processes; section 4 gives the conditions). Timers that fire seconds late fire calls, retries and ` +
+      `probes in bunches, which inflates peaks and blurs recovery; the comparisons within a batch (same noise) say more than ` +
+      `the absolute figures. Run \`npm run bench -- --only=storm\` again on a quiet machine.\n\n`;
+  }
   const other = verdicts.filter((v) => v.area !== 'storm');
   if (other.length) {
     md += `## Targets: size and overhead (issue 7)\n\n` + mdTable(['area', 'target', 'measured', 'met'], other.map((v) => [v.area, v.target, v.measured, v.met ? 'yes' : '**no**'])) + '\n\n';

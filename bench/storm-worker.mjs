@@ -57,16 +57,22 @@ async function control(path, body) {
   // Every control request is idempotent. On a busy machine a kept-alive connection can be closed by the
   // server just as it is reused (a late keep-alive timer), and undici reports that as "fetch failed":
   // try again on a new connection.
+  // Likewise an empty 400 or 408: Node's own answer to a request it could not read in time, never the
+  // fault server's (whose errors carry a JSON body).
   let res;
   for (let attempt = 1; ; attempt++) {
     try {
       res = await realFetch(`${base}${path}`, init);
-      break;
+      if (res.ok) break;
+      const text = await res.text();
+      if ((res.status !== 400 && res.status !== 408) || text !== '' || attempt === 3) {
+        throw new Error(`${path}: HTTP ${res.status} ${text}`);
+      }
     } catch (e) {
+      if (e.message.startsWith(`${path}: HTTP`)) throw e;
       if (attempt === 3) throw new Error(`${path}: ${e.message} (${e.cause?.code ?? e.cause?.message ?? 'no cause'})`);
     }
   }
-  if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
   return res.json();
 }
 

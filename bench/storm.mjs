@@ -231,7 +231,7 @@ export async function runStorm({ quick, plan = defaultPlan(quick), scenarios, fi
         failed.push({ scenario: scenario.name, faultMs: batch.faultMs, profile: batch.profile, strategies: batch.strategies, error: String(e.message) });
         for (const r of startedAll) {
           r.worker.kill();
-          await ask(r.server, 'close').catch(() => r.server.kill());
+          r.server.kill();
         }
         continue;
       }
