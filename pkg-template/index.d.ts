@@ -73,11 +73,32 @@ export interface StorageOptions {
   maxEntryBytes?: number;
 }
 
+/**
+ * Header fields: a record, a `Headers`, a `Map` or `[name, value]` pairs.
+ * (No DOM lib needed: `Headers` comes from the DOM or from @types/node.)
+ */
+export type HeadersLike = Record<string, string> | Headers | Iterable<readonly [string, string]>;
+
+/** Query fields: a record, a `URLSearchParams`, a `Map` or `[name, value]` pairs. */
+export type QueryLike =
+  | Record<string, string | number | boolean>
+  | URLSearchParams
+  | Iterable<readonly [string, string | number | boolean]>;
+
+/**
+ * Where the wasm module comes from: a URL (a string resolves against the
+ * page's base URL; in Node a string without a scheme is a file path), a
+ * fetched Response, its bytes, or a compiled WebAssembly.Module.
+ * (`& object`: the lib's WebAssembly.Module is an empty interface, which a
+ * number would match.)
+ */
+export type WasmSource = string | URL | Response | ArrayBuffer | ArrayBufferView | (WebAssembly.Module & object);
+
 export interface ClientOptions {
   /** Relative URLs resolve against it (else location.href). */
   baseUrl?: string;
   /** Sent with every call. */
-  headers?: Record<string, string>;
+  headers?: HeadersLike;
   /** Per attempt; default 6000. */
   timeoutMs?: number;
   /** If set and timeoutMs is not: timeoutMs = ceil(1.2 * gatewayTimeoutMs). */
@@ -106,6 +127,15 @@ export interface ClientOptions {
    */
   crossTab?: boolean;
   storage?: false | StorageOptions;
+  /**
+   * Where to load the wasm module from, for bundlers that do not resolve
+   * `new URL('./stormguard_bg.wasm', import.meta.url)` (esbuild), CDNs and
+   * CSP-strict pages. Default: the file beside the package's entry. The
+   * first createClient in a realm loads the module; a later, different
+   * value is ignored. A file that is not the module rejects with an
+   * OptionsError (`option: 'wasm'`) naming what was requested.
+   */
+  wasm?: WasmSource;
 }
 
 export interface CallOptions {
@@ -126,11 +156,16 @@ export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
 export interface RequestOptions extends CallOptions {
   /** Default 'GET'. */
   method?: string;
-  headers?: Record<string, string>;
+  /** Merged over the client's. */
+  headers?: HeadersLike;
   /** Set on the URL's query: added, or replacing a value the URL already gives that name. */
-  query?: Record<string, string | number | boolean>;
-  /** Plain object/array: JSON-encoded with content-type application/json. */
-  body?: BodyInit | object;
+  query?: QueryLike;
+  /**
+   * What fetch takes as a body (string, Blob, ArrayBuffer, typed array,
+   * FormData, URLSearchParams, ReadableStream), or a plain object/array:
+   * JSON-encoded with content-type application/json.
+   */
+  body?: string | object;
   /** Default 'json'. */
   responseType?: ResponseType;
 }
