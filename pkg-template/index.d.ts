@@ -89,10 +89,17 @@ export type QueryLike =
  * Where the wasm module comes from: a URL (a string resolves against the
  * page's base URL; in Node a string without a scheme is a file path), a
  * fetched Response, its bytes, or a compiled WebAssembly.Module.
- * (`& object`: the lib's WebAssembly.Module is an empty interface, which a
- * number would match.)
  */
-export type WasmSource = string | URL | Response | ArrayBuffer | ArrayBufferView | (WebAssembly.Module & object);
+export type WasmSource = string | URL | Response | ArrayBuffer | ArrayBufferView | WasmModule;
+
+/**
+ * `WebAssembly.Module` where the project's libs declare it (the DOM and
+ * WebWorker libs do; @types/node alone does not, and naming it there would be
+ * TS2503). `& object`: the lib's Module is an empty interface a number matches.
+ */
+export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { prototype: infer M } } }
+  ? M & object
+  : never;
 
 export interface ClientOptions {
   /** Relative URLs resolve against it (else location.href). */

@@ -258,3 +258,29 @@ describe('the wasm option in a page', () => {
     assert.equal(result.loaded, 'function');
   });
 });
+
+describe('a client that failed to load, in the hooks', () => {
+  test('Vue useSchema serves the fallback (source fallback) with the load error; none without a fallback', async () => {
+    const { effectScope, nextTick } = await import('vue');
+    const { useSchema } = await import('../../pkg/vue.js');
+    const { OptionsError } = await import('../../pkg/node.js');
+    const failed = new OptionsError('stormguard: /x.wasm is not a WebAssembly module', { option: 'wasm' });
+    const client = Promise.reject(failed);
+    client.catch(() => {});
+    const scope = effectScope();
+    const [withFallback, without] = scope.run(() => [
+      useSchema(client, 'http://127.0.0.1/layout', { fallback: { title: 'Built-in' } }),
+      useSchema(client, 'http://127.0.0.1/layout'),
+    ]);
+    for (let i = 0; i < 10 && withFallback.loading.value; i++) await nextTick();
+    assert.deepEqual(withFallback.data.value, { title: 'Built-in' });
+    assert.equal(withFallback.source.value, 'fallback');
+    assert.equal(withFallback.stale.value, true);
+    assert.equal(withFallback.error.value, failed);
+    assert.equal(withFallback.loading.value, false);
+    assert.equal(without.data.value, undefined);
+    assert.equal(without.source.value, 'none');
+    assert.equal(without.error.value, failed);
+    scope.stop();
+  });
+});
