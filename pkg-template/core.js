@@ -188,7 +188,7 @@ class Client {
 // ---- Loading the wasm module -------------------------------------------
 
 const WASM_FIX =
-  'pass the module yourself: createClient({ wasm: url | Response | bytes | WebAssembly.Module }) ' +
+  'Pass the module yourself: createClient({ wasm: url | Response | bytes | WebAssembly.Module }) ' +
   '(README, "Frameworks and tools")';
 
 /** What the engine calls through on the host; checked before the first load. */
@@ -196,7 +196,7 @@ const HOST_GLOBALS = ['fetch', 'Headers', 'Request', 'Response', 'AbortControlle
 
 /**
  * Throws an Error naming every global the engine needs and the host lacks
- * (Jest's jsdom environment has no fetch, Headers, Request or Response),
+ * (Jest's jsdom environment has no fetch, Request or Response),
  * and how to provide them, rather than a bare TypeError later.
  */
 function checkHost() {
@@ -241,7 +241,7 @@ function readWasmOption(options) {
   );
 }
 
-const describe = (where) => (where ? ` (${where})` : '');
+const inParens = (text) => (text ? ` (${text})` : '');
 
 /**
  * The bytes of a wasm module, checked: an OptionsError naming `where` (the
@@ -269,7 +269,7 @@ export function checkWasmBytes(bytes, where, contentType) {
 async function wasmFromResponse(res, where = res.url) {
   if (!res.ok) {
     throw new OptionsError(
-      `stormguard: loading the wasm module ${where || ''} failed with HTTP ${res.status}${describe(res.statusText)}. ` +
+      `stormguard: loading the wasm module ${where || ''} failed with HTTP ${res.status}${inParens(res.statusText)}. ` +
         WASM_FIX,
       { option: 'wasm' },
     );
@@ -333,8 +333,8 @@ async function instantiate(init, input, where) {
 /**
  * Builds createClient over `load(source)`, which instantiates the wasm once
  * from `source` (the first createClient's `wasm` option as `{ kind, value }`,
- * or undefined for the file beside the package). A load that fails is not cached: a later
- * createClient (with another `wasm`) tries again.
+ * or undefined for the file beside the package). A load that fails is not
+ * cached: a later createClient (with another `wasm`) tries again.
  */
 export function makeCreateClient(load) {
   let ready = null;

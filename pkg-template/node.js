@@ -27,7 +27,7 @@ async function readWasm(path) {
   } catch (e) {
     throw new OptionsError(
       `stormguard: could not read the wasm module ${path} (${e.code ?? e.message}). A bundler may have moved ` +
-        'this file without the .wasm beside it: pass the module yourself, ' +
+        'this file without the .wasm beside it. Pass the module yourself, ' +
         "createClient({ wasm: readFileSync('node_modules/stormguard/stormguard_bg.wasm') }) " +
         '(README, "Frameworks and tools")',
       { option: 'wasm', cause: e },
