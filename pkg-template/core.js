@@ -253,10 +253,16 @@ export function checkWasmBytes(bytes, where, contentType) {
   if (b.length >= 4 && b[0] === 0 && b[1] === 0x61 && b[2] === 0x73 && b[3] === 0x6d) return bytes;
   const head = new TextDecoder().decode(b.subarray(0, 24)).replace(/\s+/g, ' ').trim();
   const type = contentType ? `, content-type ${contentType}` : '';
+  // Vite 7's dev server pre-bundles the package into .vite/deps/, where the wasm is not.
+  const fix = /\/\.vite\/deps\//.test(where ?? '')
+    ? "Vite's dependency pre-bundling moved the module away from its wasm: add " +
+      "optimizeDeps: { exclude: ['stormguard'] } to vite.config.js (Vite 7 and older), or " +
+      WASM_FIX.charAt(0).toLowerCase() + WASM_FIX.slice(1)
+    : WASM_FIX;
   throw new OptionsError(
     `stormguard: ${where || 'the wasm option'} is not a WebAssembly module (${b.length} bytes${type}` +
       `${head ? `, starting ${JSON.stringify(head)}` : ''}): the server or bundler sent something else ` +
-      `for stormguard_bg.wasm. ${WASM_FIX}`,
+      `for stormguard_bg.wasm. ${fix}`,
     { option: 'wasm' },
   );
 }

@@ -130,6 +130,41 @@ async function closedByClient(id, timeoutMs = 2000) {
   }
 }
 
+const RUN = Date.now().toString(36);
+
+/**
+ * Starts `node args` and resolves once its output contains `ready`: `{ log(), stop() }`
+ * (stop kills it and waits for its exit).
+ */
+async function startProcess(args, { cwd, env, ready, timeoutMs = 30_000 }) {
+  const child = spawn(process.execPath, args, { cwd, env });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { out += d; });
+  const stop = () => new Promise((r) => {
+    if (child.exitCode !== null || child.signalCode !== null) return r();
+    child.once('exit', r);
+    child.kill();
+  });
+  const end = Date.now() + timeoutMs;
+  while (!out.includes(ready)) {
+    if (Date.now() > end || child.exitCode !== null) {
+      await stop();
+      throw new Error(`${args.join(' ')} did not start:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { log: () => out, stop };
+}
+
+/** A loopback port free right now, for a dev or production server the test starts. */
+const freePort = () => new Promise((resolve) => {
+  const srv = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = srv.address();
+    srv.close(() => resolve(port));
+  });
+});
+
 for (const app of ['react', 'vue']) {
   describe(`${app} app (Vite build of the packed package)`, () => {
     let site, context, page, errors;
@@ -247,6 +282,25 @@ for (const app of ['react', 'vue']) {
         await page2.close();
         assert.deepEqual(errors2, []);
       });
+
+      test('the Vite 7 dev server without optimizeDeps.exclude: the fallback, and an error naming the URL and the fix', async () => {
+        const dir = join(work, app);
+        const port = await freePort();
+        const vite = await startProcess([join(dir, 'node_modules/vite/bin/vite.js'), '--config', 'vite.dev-no-exclude.config.js',
+          '--port', String(port), '--strictPort', '--host', '127.0.0.1'], { cwd: dir, env: childEnv, ready: `127.0.0.1:${port}` });
+        try {
+          const dev = await context.newPage();
+          await dev.goto(`http://127.0.0.1:${port}/?${new URLSearchParams({ layout: layoutUrl('react-dev') })}`);
+          // The dev server may reload the page once after optimizing dependencies.
+          await dev.waitForSelector('[data-testid="view"][data-state="fallback"]', { timeout: 30_000 });
+          const why = await dev.getAttribute('[data-testid="reason"]', 'title');
+          assert.match(why, new RegExp(`http://127\\.0\\.0\\.1:${port}/node_modules/\\.vite/deps/stormguard_bg\\.wasm is not a WebAssembly module`));
+          assert.match(why, /optimizeDeps: \{ exclude: \['stormguard'\] \}/);
+          await dev.close();
+        } finally {
+          await vite.stop();
+        }
+      });
     }
 
     test('4. the console shows no uncaught error', () => {
@@ -256,41 +310,6 @@ for (const app of ['react', 'vue']) {
 }
 
 // ---- Toolchains beyond Vite: each a real project installing the tarball ----
-
-const RUN = Date.now().toString(36);
-
-/**
- * Starts `node args` and resolves once its output contains `ready`: `{ log(), stop() }`
- * (stop kills it and waits for its exit).
- */
-async function startProcess(args, { cwd, env, ready, timeoutMs = 30_000 }) {
-  const child = spawn(process.execPath, args, { cwd, env });
-  let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
-  const stop = () => new Promise((r) => {
-    if (child.exitCode !== null || child.signalCode !== null) return r();
-    child.once('exit', r);
-    child.kill();
-  });
-  const end = Date.now() + timeoutMs;
-  while (!out.includes(ready)) {
-    if (Date.now() > end || child.exitCode !== null) {
-      await stop();
-      throw new Error(`${args.join(' ')} did not start:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { log: () => out, stop };
-}
-
-/** A loopback port free right now, for a dev or production server the test starts. */
-const freePort = () => new Promise((resolve) => {
-  const srv = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = srv.address();
-    srv.close(() => resolve(port));
-  });
-});
 
 describe('jest app (Jest 30: babel-jest, jsdom, CommonJS; and its ESM mode)', () => {
   let dir;
