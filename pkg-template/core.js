@@ -49,6 +49,23 @@ export function schemaKey(href, cacheKey, version) {
   }
 }
 
+/**
+ * What the hooks show when the client itself failed to load (its promise
+ * rejected): the call's `fallback` (source 'fallback'), else nothing (source
+ * 'none'), with the load error, as schema() would have answered without a
+ * network or a cache.
+ */
+export function clientFailed(options, error) {
+  let fallback;
+  try {
+    fallback = options?.fallback;
+  } catch {
+    fallback = undefined;
+  }
+  const source = fallback === undefined ? 'none' : 'fallback';
+  return { data: fallback, source, stale: true, ageMs: undefined, error };
+}
+
 export class StormguardError extends Error {
   constructor(message, fields) {
     super(message, fields && 'cause' in fields ? { cause: fields.cause } : undefined);
@@ -175,11 +192,174 @@ class Client {
   }
 }
 
-/** Builds createClient over a loader that instantiates the wasm once. */
+// ---- Loading the wasm module -------------------------------------------
+
+const WASM_FIX =
+  'Pass the module yourself: createClient({ wasm: url | Response | bytes | WebAssembly.Module }) ' +
+  '(README, "Frameworks and tools")';
+
+/** What the engine calls through on the host; checked before the first load. */
+const HOST_GLOBALS = ['fetch', 'Headers', 'Request', 'Response', 'AbortController', 'URL', 'WebAssembly'];
+
+/**
+ * Throws an Error naming every global the engine needs and the host lacks
+ * (Jest's jsdom environment has no fetch, Request or Response),
+ * and how to provide them, rather than a bare TypeError later.
+ */
+function checkHost() {
+  const missing = HOST_GLOBALS.filter((n) => typeof globalThis[n] === 'undefined');
+  if (typeof globalThis.crypto?.getRandomValues !== 'function') missing.push('crypto.getRandomValues');
+  if (missing.length === 0) return;
+  const list = missing.join(', ');
+  throw new Error(
+    `stormguard: this environment lacks the global ${list}, which stormguard needs. ` +
+      "Jest's jsdom environment does not provide them: set testEnvironment to 'jest-fixed-jsdom' " +
+      "(npm i -D jest-fixed-jsdom), or to 'node' for tests without a DOM; elsewhere, install a fetch " +
+      'polyfill (fetch, Headers, Request, Response) before calling createClient().',
+  );
+}
+
+const tag = (v) => Object.prototype.toString.call(v);
+
+/**
+ * `options.wasm` as `{ kind, value }` (kind 'url' with a string, 'response',
+ * 'bytes' or 'module'), or undefined when absent; OptionsError for anything
+ * else. Kinds are told by their tags, so values from another realm (an
+ * iframe, a test environment) count too.
+ */
+function readWasmOption(options) {
+  if (options === null || typeof options !== 'object') return undefined; // the engine rejects non-objects
+  let v;
+  try {
+    v = options.wasm;
+  } catch {
+    throw new OptionsError('wasm could not be read', { option: 'wasm' });
+  }
+  if (v === undefined) return undefined;
+  if (typeof v === 'string') return { kind: 'url', value: v };
+  const t = tag(v);
+  if (t === '[object URL]') return { kind: 'url', value: String(v) };
+  if (t === '[object ArrayBuffer]' || ArrayBuffer.isView(v)) return { kind: 'bytes', value: v };
+  if (t === '[object WebAssembly.Module]') return { kind: 'module', value: v };
+  if (t === '[object Response]') return { kind: 'response', value: v };
+  throw new OptionsError(
+    'wasm must be a URL (string or URL), a Response, an ArrayBuffer or typed array, or a WebAssembly.Module',
+    { option: 'wasm' },
+  );
+}
+
+const inParens = (text) => (text ? ` (${text})` : '');
+
+/**
+ * The bytes of a wasm module, checked: an OptionsError naming `where` (the
+ * URL or file requested) when they are not WebAssembly, e.g. the index.html
+ * a dev server sends back for a file it does not have.
+ */
+export function checkWasmBytes(bytes, where, contentType) {
+  const b = ArrayBuffer.isView(bytes) ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Uint8Array(bytes);
+  if (b.length >= 4 && b[0] === 0 && b[1] === 0x61 && b[2] === 0x73 && b[3] === 0x6d) return bytes;
+  const head = new TextDecoder().decode(b.subarray(0, 24)).replace(/\s+/g, ' ').trim();
+  const type = contentType ? `, content-type ${contentType}` : '';
+  // Vite 7's dev server pre-bundles the package into .vite/deps/, where the wasm is not.
+  const fix = /\/\.vite\/deps\//.test(where ?? '')
+    ? "Vite's dependency pre-bundling moved the module away from its wasm: add " +
+      "optimizeDeps: { exclude: ['stormguard'] } to vite.config.js (Vite 7 and older), or " +
+      WASM_FIX.charAt(0).toLowerCase() + WASM_FIX.slice(1)
+    : WASM_FIX;
+  throw new OptionsError(
+    `stormguard: ${where || 'the wasm option'} is not a WebAssembly module (${b.length} bytes${type}` +
+      `${head ? `, starting ${JSON.stringify(head)}` : ''}): the server or bundler sent something else ` +
+      `for stormguard_bg.wasm. ${fix}`,
+    { option: 'wasm' },
+  );
+}
+
+/**
+ * A fetched wasm Response as what wasm-bindgen's init accepts: the Response
+ * itself when it is served as application/wasm (streaming compilation), its
+ * checked bytes otherwise. A failed status names the URL and the fix.
+ */
+async function wasmFromResponse(res, where = res.url) {
+  if (!res.ok) {
+    throw new OptionsError(
+      `stormguard: loading the wasm module ${where || ''} failed with HTTP ${res.status}${inParens(res.statusText)}. ` +
+        WASM_FIX,
+      { option: 'wasm' },
+    );
+  }
+  const type = res.headers.get('content-type') ?? '';
+  // (The glue streams only a Response of this realm.)
+  if (/^application\/wasm\b/i.test(type) && res instanceof Response && typeof WebAssembly.instantiateStreaming === 'function') {
+    return res;
+  }
+  return checkWasmBytes(await res.arrayBuffer(), where, type);
+}
+
+/** fetch(url) for the module, with the URL and the fix in the error. */
+export async function fetchWasm(url) {
+  let res;
+  try {
+    res = await fetch(url);
+  } catch (e) {
+    throw new NetworkError(`stormguard: could not fetch the wasm module ${url}: ${e?.message ?? e}. ${WASM_FIX}`, {
+      cause: e,
+    });
+  }
+  return wasmFromResponse(res, String(url));
+}
+
+/**
+ * Instantiates the module from `source` (`{ kind, value }`) through
+ * wasm-bindgen's `init`; `fromUrl(value)` turns a 'url' kind (or the default,
+ * undefined) into `{ input, where }`, the host's way.
+ */
+export async function loadWasm(init, source, fromUrl) {
+  const { kind, value } = source ?? { kind: 'url' };
+  let input = value;
+  let where = '';
+  if (kind === 'url') ({ input, where } = await fromUrl(value));
+  else if (kind === 'response') {
+    where = value.url;
+    input = await wasmFromResponse(value);
+  } else if (kind === 'bytes') input = checkWasmBytes(value);
+  await instantiate(init, input, where);
+}
+
+/**
+ * Instantiates through wasm-bindgen's `init` (given a Response, bytes or a
+ * Module, never a URL: nothing is fetched here), turning its failure (a
+ * CompileError, a LinkError, or another module's missing exports) into an
+ * OptionsError that names where the module came from.
+ */
+async function instantiate(init, input, where) {
+  try {
+    await init({ module_or_path: input });
+  } catch (e) {
+    throw new OptionsError(
+      `stormguard: ${where || 'the wasm option'} is not this version's stormguard WebAssembly module ` +
+        `(${e?.name}: ${e?.message}). ${WASM_FIX}`,
+      { option: 'wasm', cause: e },
+    );
+  }
+}
+
+/**
+ * Builds createClient over `load(source)`, which instantiates the wasm once
+ * from `source` (the first createClient's `wasm` option as `{ kind, value }`,
+ * or undefined for the file beside the package). A load that fails is not
+ * cached: a later createClient (with another `wasm`) tries again.
+ */
 export function makeCreateClient(load) {
   let ready = null;
   return async function createClient(options) {
-    ready ??= load();
+    const source = readWasmOption(options);
+    if (!ready) {
+      checkHost();
+      ready = load(source);
+      ready.catch(() => {
+        ready = null;
+      });
+    }
     const wasm = await ready;
     let inner;
     try {

@@ -78,11 +78,39 @@ export interface StorageOptions {
   maxEntryBytes?: number;
 }
 
+/**
+ * Header fields: a record, a `Headers`, a `Map` or `[name, value]` pairs.
+ * (No DOM lib needed: `Headers` comes from the DOM or from @types/node.)
+ */
+export type HeadersLike = Record<string, string> | Headers | Iterable<readonly [string, string]>;
+
+/** Query fields: a record, a `URLSearchParams`, a `Map` or `[name, value]` pairs. */
+export type QueryLike =
+  | Record<string, string | number | boolean>
+  | URLSearchParams
+  | Iterable<readonly [string, string | number | boolean]>;
+
+/**
+ * Where the wasm module comes from: a URL (a string resolves against the
+ * page's base URL; in Node a string without a scheme is a file path), a
+ * fetched Response, its bytes, or a compiled WebAssembly.Module.
+ */
+export type WasmSource = string | URL | Response | ArrayBuffer | ArrayBufferView | WasmModule;
+
+/**
+ * `WebAssembly.Module` where the project's libs declare it (the DOM and
+ * WebWorker libs do; @types/node alone does not, and naming it there would be
+ * TS2503). `& object`: the lib's Module is an empty interface a number matches.
+ */
+export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { prototype: infer M } } }
+  ? M & object
+  : never;
+
 export interface ClientOptions {
   /** Relative URLs resolve against it (else location.href). */
   baseUrl?: string;
   /** Sent with every call. */
-  headers?: Record<string, string>;
+  headers?: HeadersLike;
   /** Per attempt; default 6000. */
   timeoutMs?: number;
   /** If set and timeoutMs is not: timeoutMs = ceil(1.2 * gatewayTimeoutMs). */
@@ -123,6 +151,15 @@ export interface ClientOptions {
   storage?: false | StorageOptions;
   /** Hedged requests for slow answers; default false (off). */
   hedge?: false | HedgeOptions;
+  /**
+   * Where to load the wasm module from, for bundlers that do not resolve
+   * `new URL('./stormguard_bg.wasm', import.meta.url)` (esbuild), CDNs and
+   * CSP-strict pages. Default: the file beside the package's entry. The
+   * first createClient in a realm loads the module; a later, different
+   * value is ignored. A file that is not the module rejects with an
+   * OptionsError (`option: 'wasm'`) naming what was requested.
+   */
+  wasm?: WasmSource;
 }
 
 /**
@@ -162,11 +199,16 @@ export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
 export interface RequestOptions extends CallOptions {
   /** Default 'GET'. */
   method?: string;
-  headers?: Record<string, string>;
+  /** Merged over the client's. */
+  headers?: HeadersLike;
   /** Set on the URL's query: added, or replacing a value the URL already gives that name. */
-  query?: Record<string, string | number | boolean>;
-  /** Plain object/array: JSON-encoded with content-type application/json. */
-  body?: BodyInit | object;
+  query?: QueryLike;
+  /**
+   * What fetch takes as a body (string, Blob, ArrayBuffer, typed array,
+   * FormData, URLSearchParams, ReadableStream), or a plain object/array:
+   * JSON-encoded with content-type application/json.
+   */
+  body?: string | object;
   /** Default 'json'. */
   responseType?: ResponseType;
 }

@@ -20,8 +20,9 @@ export interface UseSchemaReturn<T> {
   loading: Readonly<ShallowRef<boolean>>;
   /**
    * Why the network copy was not used (a StormguardError: narrow it with
-   * isStormguardError), or why the call failed (the client promise rejected,
-   * the caller's own signal aborted). Never thrown into rendering.
+   * isStormguardError), or why the call failed (the caller's own signal aborted). When the client
+   * promise rejects (the wasm did not load), `data` is the `fallback` option
+   * (source 'fallback'; 'none' without one) and `error` says why. Never thrown into rendering.
    */
   error: Readonly<ShallowRef<Error | undefined>>;
   /** Loads again now, aborting a call in flight; resolves when the refs are updated. */

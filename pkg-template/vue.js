@@ -1,7 +1,7 @@
 // stormguard/vue: useSchema, a Vue 3 composable over client.schema().
 // Plain ESM with Vue as its only import (an optional peer dependency).
 import { getCurrentScope, onScopeDispose, shallowRef, unref, watch } from 'vue';
-import { anySignal, schemaKey } from './core.js';
+import { anySignal, clientFailed, schemaKey } from './core.js';
 
 /** A value, a ref or a getter, read now. */
 const read = (v) => (typeof v === 'function' ? v() : unref(v));
@@ -49,7 +49,11 @@ export function useSchema(client, url, options) {
     loading.value = true;
     const { signal, done } = anySignal([mine.signal, o?.signal]);
     return Promise.resolve(client)
-      .then((c) => c.schema(String(u), { ...o, signal }))
+      .then(
+        (c) => c.schema(String(u), { ...o, signal }),
+        // The client did not load: still serve the fallback.
+        (e) => clientFailed(o, e),
+      )
       .then(
         (r) => {
           if (mine.signal.aborted) return;

@@ -69,6 +69,41 @@ run(join(root, 'node_modules/.bin/wasm-opt'), [
 for (const name of readdirSync(template)) {
   if (name !== 'package.json') copyFileSync(join(template, name), join(pkg, name));
 }
+for (const name of ['LICENSE-MIT', 'LICENSE-APACHE']) copyFileSync(join(root, name), join(pkg, name));
+
+// CommonJS builds behind the `require` condition (Jest's default CommonJS
+// mode, require() on Node 20.0-20.18, TypeScript `module: node16` CJS
+// projects): each ESM entry bundled with core.js and the glue into one file.
+// `import.meta.url` becomes this file's own URL; TextDecoder and TextEncoder
+// fall back to node:util's where the global has none (Jest's jsdom
+// environment), so the glue's module-level decoder does not throw on load.
+const { build } = await import(join(root, 'node_modules/esbuild/lib/main.js'));
+const cjsBanner = [
+  '/* stormguard: CommonJS build of the ESM entry (scripts/build.mjs). */',
+  "const __stormguard_url = require('node:url').pathToFileURL(__filename).href;",
+  "const { TextDecoder, TextEncoder } = typeof globalThis.TextDecoder === 'function' && typeof globalThis.TextEncoder === 'function' ? globalThis : require('node:util');",
+].join('\n');
+for (const [entry, external] of [['node', []], ['react', ['react']], ['vue', ['vue']]]) {
+  await build({
+    entryPoints: [join(pkg, `${entry}.js`)],
+    outfile: join(pkg, `${entry}.cjs`),
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    external,
+    define: { 'import.meta.url': '__stormguard_url' },
+    banner: { js: cjsBanner },
+    logLevel: 'warning',
+  });
+}
+// The CommonJS builds' types: the same declarations as .d.cts files (a
+// .d.ts in a "type": "module" package declares an ES module, which a
+// CommonJS TypeScript project may not require: TS1479).
+for (const entry of ['index', 'react', 'vue']) {
+  const dts = readFileSync(join(pkg, `${entry}.d.ts`), 'utf8').replaceAll("from './index.js'", "from './index.cjs'");
+  writeFileSync(join(pkg, `${entry}.d.cts`), dts);
+}
 const version = /^version\s*=\s*"([^"]+)"/m.exec(readFileSync(join(root, 'Cargo.toml'), 'utf8'))[1];
 const manifest = JSON.parse(readFileSync(join(template, 'package.json'), 'utf8'));
 manifest.version = version;

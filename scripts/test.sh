@@ -22,6 +22,12 @@ cargo test --quiet
 step "npm run build"
 node scripts/build.mjs --if-stale
 
+# The package's types as TypeScript resolves them for node10, node16 (CJS and
+# ESM) and bundlers. .attw.json leaves out the ./stormguard_bg.wasm subpath (an
+# asset, not a module: attw reports "resolution failed" for any non-JS export).
+step "are the types wrong (attw --pack pkg)"
+node_modules/.bin/attw --pack pkg --format table --no-color --no-emoji
+
 # The fault server every browser and end-to-end test talks to.
 tmp=$(mktemp -d)
 # --close: Connection: close on every response, so Chromium never retries a

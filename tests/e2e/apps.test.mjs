@@ -17,8 +17,9 @@
 // Screenshots of every state go to test-output/apps/.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, existsSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -71,16 +72,22 @@ after(async () => {
   if (work && !process.env.STORMGUARD_KEEP_APPS) rmSync(work, { recursive: true, force: true });
 });
 
-/** Copies, installs and builds one app; returns the dist folder. */
-async function buildApp(name) {
+/** Copies one app to the work folder and installs it with the packed package; returns its folder. */
+async function installApp(name) {
   const dir = join(work, name);
   cpSync(join(root, 'tests/apps', name), dir, {
     recursive: true,
-    filter: (src) => !/[\\/](node_modules|dist)$/.test(src),
+    filter: (src) => !/[\\/](node_modules|dist|\.next)$/.test(src),
   });
   const quiet = ['--no-audit', '--no-fund', '--loglevel=error'];
   await sh('npm', ['ci', '--prefer-offline', ...quiet], dir);
   await sh('npm', ['install', '--no-save', '--prefer-offline', ...quiet, tarball], dir);
+  return dir;
+}
+
+/** Installs and builds one Vite app; returns the dist folder. */
+async function buildApp(name) {
+  const dir = await installApp(name);
   await sh(process.execPath, [join(dir, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], dir);
   const dist = join(dir, 'dist');
   assert.ok(readdirSync(join(dist, 'assets')).some((f) => f.endsWith('.wasm')), 'vite emitted the wasm as an asset');
@@ -122,6 +129,41 @@ async function closedByClient(id, timeoutMs = 2000) {
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+const RUN = Date.now().toString(36);
+
+/**
+ * Starts `node args` and resolves once its output contains `ready`: `{ log(), stop() }`
+ * (stop kills it and waits for its exit).
+ */
+async function startProcess(args, { cwd, env, ready, timeoutMs = 30_000 }) {
+  const child = spawn(process.execPath, args, { cwd, env });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { out += d; });
+  const stop = () => new Promise((r) => {
+    if (child.exitCode !== null || child.signalCode !== null) return r();
+    child.once('exit', r);
+    child.kill();
+  });
+  const end = Date.now() + timeoutMs;
+  while (!out.includes(ready)) {
+    if (Date.now() > end || child.exitCode !== null) {
+      await stop();
+      throw new Error(`${args.join(' ')} did not start:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { log: () => out, stop };
+}
+
+/** A loopback port free right now, for a dev or production server the test starts. */
+const freePort = () => new Promise((resolve) => {
+  const srv = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = srv.address();
+    srv.close(() => resolve(port));
+  });
+});
 
 for (const app of ['react', 'vue']) {
   describe(`${app} app (Vite build of the packed package)`, () => {
@@ -225,8 +267,247 @@ for (const app of ['react', 'vue']) {
       assert.equal((await log(id)).length, 1, 'an aborted call is not retried');
     });
 
+    if (app === 'react') {
+      test('a client that fails to load (index.html instead of the wasm) still serves the fallback', async () => {
+        // What the Vite 7 dev server does without optimizeDeps.exclude: the wasm
+        // URL is answered with index.html. useSchema serves `fallback` with the error.
+        const page2 = await context.newPage();
+        const errors2 = watchPage(page2);
+        await page2.goto(`${site.url}/?${new URLSearchParams({ layout: layoutUrl('react-noload'), wasm: '/index.html' })}`);
+        await page2.waitForSelector('[data-testid="view"][data-state="fallback"]', { timeout: 10_000 });
+        assert.equal(await page2.textContent('[data-testid="title"]'), 'Dashboard');
+        assert.match(await page2.textContent('[data-testid="banner"]'), /OptionsError/);
+        const why = await page2.getAttribute('[data-testid="reason"]', 'title');
+        assert.match(why, new RegExp(`${site.url}/index\\.html is not a WebAssembly module`));
+        assert.match(why, /content-type text\/html/);
+        assert.equal((await log('react-noload')).length, 0, 'nothing was sent without a client');
+        await page2.screenshot({ path: join(shots, 'react-5-client-failed.png'), fullPage: true });
+        await page2.close();
+        assert.deepEqual(errors2, []);
+      });
+
+      test('the Vite 7 dev server without optimizeDeps.exclude: the fallback, and an error naming the URL and the fix', async () => {
+        const dir = join(work, app);
+        const port = await freePort();
+        const vite = await startProcess([join(dir, 'node_modules/vite/bin/vite.js'), '--config', 'vite.dev-no-exclude.config.js',
+          '--port', String(port), '--strictPort', '--host', '127.0.0.1'], { cwd: dir, env: childEnv, ready: `127.0.0.1:${port}` });
+        try {
+          const dev = await context.newPage();
+          await dev.goto(`http://127.0.0.1:${port}/?${new URLSearchParams({ layout: layoutUrl('react-dev') })}`);
+          // The dev server may reload the page once after optimizing dependencies.
+          await dev.waitForSelector('[data-testid="view"][data-state="fallback"]', { timeout: 30_000 });
+          const why = await dev.getAttribute('[data-testid="reason"]', 'title');
+          assert.match(why, new RegExp(`http://127\\.0\\.0\\.1:${port}/node_modules/\\.vite/deps/stormguard_bg\\.wasm is not a WebAssembly module`));
+          assert.match(why, /optimizeDeps: \{ exclude: \['stormguard'\] \}/);
+          await dev.close();
+        } finally {
+          await vite.stop();
+        }
+      });
+    }
+
     test('4. the console shows no uncaught error', () => {
       assert.deepEqual(errors, []);
     });
   });
 }
+
+// ---- Toolchains beyond Vite: each a real project installing the tarball ----
+
+describe('jest app (Jest 30: babel-jest, jsdom, CommonJS; and its ESM mode)', () => {
+  let dir;
+  before(async () => {
+    dir = await installApp('jest');
+  });
+
+  /** Runs jest with `args`; returns its JSON report (--json). */
+  async function jest(args, nodeArgs = []) {
+    const out = join(dir, `report-${Math.random().toString(36).slice(2)}.json`);
+    const env = { ...childEnv, STORMGUARD_FAULT_URL: fault.url, CI: 'true' };
+    try {
+      await run(process.execPath, [...nodeArgs, join(dir, 'node_modules/jest/bin/jest.js'), '--ci', '--json', `--outputFile=${out}`, ...args], { cwd: dir, env, maxBuffer: 64 << 20 });
+    } catch (e) {
+      throw new Error(`jest ${args.join(' ')} failed:\n${e.stdout}\n${e.stderr}`);
+    }
+    return JSON.parse(readFileSync(out, 'utf8'));
+  }
+  const passed = (report) => report.testResults.flatMap((f) => f.assertionResults.filter((a) => a.status === 'passed').map((a) => a.title));
+
+  test('CommonJS mode, no stormguard config: the node and jsdom environments, and a React component', async () => {
+    const report = await jest([]);
+    assert.equal(report.numFailedTests, 0);
+    assert.deepEqual(passed(report).sort(), [
+      'a GET retried through a failure, in the node environment',
+      'createClient names the missing globals and the fix',
+      'errors are the exported classes',
+      'renders the fallback when there is neither network nor cache',
+      'renders the network copy, then the cached copy when the server fails',
+      'the wasm option names the file it could not read',
+    ]);
+  });
+
+  test('ESM mode (--experimental-vm-modules)', async () => {
+    const report = await jest(['--config', 'jest.esm.config.mjs'], ['--experimental-vm-modules', '--no-warnings']);
+    assert.equal(report.numFailedTests, 0);
+    assert.deepEqual(passed(report).sort(), ['a GET retried through a failure, in ESM mode', 'a timeout is a TimeoutError']);
+  });
+});
+
+describe('ts-node app (Node-only TypeScript: no DOM lib, skipLibCheck false; CommonJS node16 and ESM nodenext)', () => {
+  test('both projects type-check, and the compiled CommonJS calls out through require()', async () => {
+    const dir = await installApp('ts-node');
+    const tsc = join(dir, 'node_modules/typescript/bin/tsc');
+    await sh(process.execPath, [tsc, '-p', 'tsconfig.cjs.json'], dir);
+    await sh(process.execPath, [tsc, '-p', 'esm/tsconfig.json'], dir);
+    const { stdout } = await sh(process.execPath, ['dist/main.js', fault.url], dir);
+    assert.deepEqual(JSON.parse(stdout), { q: 'storm', app: 'ts-node', status: 404 });
+  });
+});
+
+describe('esbuild app (no new URL rewriting: createClient({ wasm }))', () => {
+  let site, page, errors;
+  before(async () => {
+    const dir = await installApp('esbuild');
+    await sh(process.execPath, ['build.mjs'], dir);
+    site = await startServer({ staticRoot: join(dir, 'dist') });
+    page = await browser.newPage();
+    errors = watchPage(page);
+  });
+  after(async () => {
+    await page?.close();
+    await site?.close();
+  });
+  const result = async (params) => {
+    await page.goto(`${site.url}/?${new URLSearchParams(params)}`);
+    await page.waitForSelector('[data-testid="out"]:not([data-state="loading"])', { timeout: 10_000 });
+    return { state: await page.getAttribute('[data-testid="out"]', 'data-state'), text: await page.textContent('[data-testid="out"]') };
+  };
+
+  test('the wasm the file loader emitted, handed over: a call retried through a failure', async () => {
+    const r = await result({ url: `${fault.url}/fail-first?n=1&id=esbuild-${RUN}` });
+    assert.equal(r.state, 'ok', r.text);
+    assert.equal(JSON.parse(r.text).body.attempt, 2);
+  });
+
+  test('a wrong wasm URL: the error names the file requested and the fix', async () => {
+    const missing = await result({ url: `${fault.url}/echo?id=esbuild-x`, wasm: '/stormguard_bg.wasm' });
+    assert.equal(missing.state, 'error');
+    assert.match(missing.text, new RegExp(`^OptionsError: stormguard: loading the wasm module ${site.url}/stormguard_bg\\.wasm failed with HTTP 404`));
+    assert.match(missing.text, /createClient\(\{ wasm:/);
+    const html = await result({ url: `${fault.url}/echo?id=esbuild-x`, wasm: '/index.html' });
+    assert.match(html.text, new RegExp(`^OptionsError: stormguard: ${site.url}/index\\.html is not a WebAssembly module`));
+  });
+
+  test('no uncaught error', () => {
+    assert.deepEqual(errors.filter((e) => !/status of 404/.test(e)), []);
+  });
+});
+
+// The README's worker.js, as written, in Vite and webpack builds.
+describe('worker app (the README\'s Web Worker snippet, in Vite 8 and webpack 5)', () => {
+  let dir, browserPage, errors;
+  const sites = {};
+  before(async () => {
+    dir = await installApp('worker');
+    await sh(process.execPath, [join(dir, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], dir);
+    await sh(process.execPath, [join(dir, 'node_modules/webpack-cli/bin/cli.js'), '--config', 'webpack.config.cjs'], dir);
+    cpSync(join(dir, 'webpack.html'), join(dir, 'dist-webpack/index.html'));
+    sites.vite = await startServer({ staticRoot: join(dir, 'dist') });
+    sites.webpack = await startServer({ staticRoot: join(dir, 'dist-webpack') });
+    browserPage = await browser.newPage();
+    errors = watchPage(browserPage);
+  });
+  after(async () => {
+    await browserPage?.close();
+    await Promise.all(Object.values(sites).map((s) => s.close()));
+  });
+
+  test('src/worker.js is the README snippet, character for character', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const snippet = /```js\n\/\/ main\.js\n[\s\S]*?\n\n(\/\/ worker\.js[\s\S]*?)```/.exec(readme);
+    assert.ok(snippet, 'the README has the main.js + worker.js snippet');
+    assert.equal(readFileSync(join(root, 'tests/apps/worker/src/worker.js'), 'utf8'), snippet[1]);
+  });
+
+  /** Loads `base` with three messages posted at once; asserts all three are answered. */
+  async function threeReplies(page, base, id) {
+    await page.goto(`${base}/?${new URLSearchParams({ url: `${fault.url}/fail-first?n=1&id=${id}`, n: '3' })}`);
+    await page.waitForSelector('[data-testid="out"][data-count="3"]', { timeout: 20_000 });
+    const replies = JSON.parse(await page.textContent('[data-testid="out"]'));
+    assert.equal(replies.length, 3);
+    for (const r of replies) assert.equal(r.ok, true, r.error);
+  }
+
+  for (const bundler of ['vite', 'webpack']) {
+    test(`${bundler} build: messages posted at once are all answered, on every load`, async () => {
+      for (let load = 0; load < 5; load++) await threeReplies(browserPage, sites[bundler].url, `worker-${bundler}-${RUN}-${load}`);
+      assert.deepEqual(errors, []);
+    });
+  }
+
+  test('the Vite 8 dev server, with no optimizeDeps config, serves it too', async () => {
+    const port = await freePort();
+    const vite = await startProcess([join(dir, 'node_modules/vite/bin/vite.js'), '--port', String(port), '--strictPort', '--host', '127.0.0.1'],
+      { cwd: dir, env: childEnv, ready: `127.0.0.1:${port}` });
+    try {
+      const page = await browser.newPage();
+      const devErrors = watchPage(page);
+      await threeReplies(page, `http://127.0.0.1:${port}`, `worker-dev-${RUN}`);
+      await page.close();
+      assert.deepEqual(devErrors, []);
+    } finally {
+      await vite.stop();
+    }
+  });
+});
+
+describe('next app (Next.js 16 App Router, no config: server component, route handler, client component)', () => {
+  let dir;
+  before(async () => {
+    dir = await installApp('next');
+  });
+
+  for (const bundler of ['turbopack', 'webpack']) {
+    test(`next build${bundler === 'webpack' ? ' --webpack' : ''}, then next start: every kind of component works`, async () => {
+      const next = join(dir, 'node_modules/next/dist/bin/next');
+      const env = { ...childEnv, NEXT_TELEMETRY_DISABLED: '1', STORMGUARD_FAULT_URL: fault.url };
+      const built = await run(process.execPath, [next, 'build', ...(bundler === 'webpack' ? ['--webpack'] : [])], { cwd: dir, env, maxBuffer: 64 << 20 })
+        .catch((e) => { throw new Error(`next build failed:\n${e.stdout}\n${e.stderr}`); });
+      const buildLog = built.stdout + built.stderr;
+      assert.doesNotMatch(buildLog, /unhandledRejection|Received an instance of URL|Error/, 'a clean build and prerender');
+      assert.match(buildLog, /○ \/about/, 'the page importing the module-scope client was prerendered');
+
+      const port = await freePort();
+      const server = await startProcess([next, 'start', '-p', String(port), '-H', '127.0.0.1'], { cwd: dir, env, ready: 'Ready in' });
+      const base = `http://127.0.0.1:${port}`;
+      try {
+        // A server component: a call retried through one failure, on the server.
+        const home = await (await fetch(`${base}/`)).text();
+        assert.match(home, /data-testid="server">attempt <!-- -->2</);
+        // A route handler.
+        const route = await fetch(`${base}/api/status?id=next-route-${bundler}-${RUN}`);
+        assert.equal(route.status, 200);
+        assert.deepEqual((await route.json()).body, { ok: true, attempt: 2 });
+        // The prerendered page.
+        assert.match(await (await fetch(`${base}/about`)).text(), /requests so far/);
+        // A client component in Chromium: the browser build, the wasm served by Next.
+        const page = await browser.newPage();
+        const errors = watchPage(page);
+        const doc = encodeURIComponent(JSON.stringify({ title: `From the API (${bundler})` }));
+        await page.goto(`${base}/client?layout=${encodeURIComponent(`${fault.url}/json?id=next-client-${RUN}&body=${doc}`)}`);
+        await page.waitForSelector('[data-testid="view"][data-state="network"]', { timeout: 15_000 });
+        assert.equal(await page.textContent('[data-testid="title"]'), `From the API (${bundler})`);
+        await page.evaluate(() => localStorage.clear());
+        await page.goto(`${base}/client?layout=${encodeURIComponent(`${fault.url}/status/503?id=next-client-down-${RUN}`)}`);
+        await page.waitForSelector('[data-testid="view"][data-state="fallback"]', { timeout: 15_000 });
+        assert.equal(await page.textContent('[data-testid="title"]'), 'Built-in layout');
+        await page.screenshot({ path: join(shots, `next-${bundler}-client.png`), fullPage: true });
+        await page.close();
+        assert.deepEqual(errors, []);
+        assert.doesNotMatch(server.log(), /unhandledRejection|Received an instance of URL|Error/, 'a clean server log');
+      } finally {
+        await server.stop();
+      }
+    });
+  }
+});

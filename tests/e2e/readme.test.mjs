@@ -107,7 +107,10 @@ const DERIVED = {
   'ClientConfig.hedge': { hedge: 'false' },
 };
 // Options that exist only at the JS boundary (no field in ClientConfig) and what the README says of them.
-const JS_ONLY = { baseUrl: { code: 'location.href' }, headers: { words: 'none' }, gatewayTimeoutMs: { words: 'unset' } };
+const JS_ONLY = {
+  baseUrl: { code: 'location.href' }, headers: { words: 'none' }, gatewayTimeoutMs: { words: 'unset' },
+  wasm: { words: 'the file beside the package' }, // read by the JS loader (pkg-template/core.js), not the engine
+};
 
 test('every default in the README table equals the Rust Default impls', (t) => {
   const rows = new Map(table('### Client options').map((r) => [r.option, readmeValue(r.cells[2])]));

@@ -63,6 +63,17 @@ export async function options(): Promise<void> {
   await createClient({ concurrency: 6 });
   // @ts-expect-error header values are strings
   await createClient({ headers: { 'x-n': 1 } });
+  await createClient({ headers: new Headers({ 'x-app': 'a' }) });
+  await createClient({ headers: [['x-app', 'a']] });
+  // The wasm module, for bundlers that do not resolve it (esbuild), CDNs, CSP-strict pages.
+  await createClient({ wasm: '/assets/stormguard_bg.wasm' });
+  await createClient({ wasm: new URL('https://cdn.example.com/stormguard_bg.wasm') });
+  await createClient({ wasm: await fetch('/stormguard_bg.wasm') });
+  await createClient({ wasm: new Uint8Array(8) });
+  await createClient({ wasm: new ArrayBuffer(8) });
+  await createClient({ wasm: await WebAssembly.compileStreaming(fetch('/stormguard_bg.wasm')) });
+  // @ts-expect-error wasm is a URL, a Response, bytes or a Module
+  await createClient({ wasm: 42 });
   // @ts-expect-error statuses are numbers
   await createClient({ retry: { statuses: ['503'] } });
   // @ts-expect-error consecutiveFailures is a count or false
@@ -103,6 +114,20 @@ export async function calls(client: Client): Promise<void> {
   await client.request('/x', { responseType: 'blob' });
   // @ts-expect-error query values are strings, numbers or booleans
   await client.request('/x', { query: { a: null } });
+  // Every shape the runtime and the README accept: Headers, a Map, pairs; URLSearchParams.
+  await client.request('/x', {
+    headers: new Headers({ accept: 'application/json' }),
+    query: new URLSearchParams({ q: 'storm' }),
+  });
+  await client.request('/x', { headers: [['accept', 'text/plain']], query: [['page', 2], ['all', true]] });
+  await client.request('/x', { headers: new Map([['x-a', 'b']]), query: new Map([['q', 'x']]) });
+  await client.request('/x', { method: 'POST', body: new URLSearchParams({ a: '1' }) });
+  await client.request('/x', { method: 'POST', body: new Blob(['x']) });
+  await client.request('/x', { method: 'POST', body: 'text' });
+  // @ts-expect-error header pairs hold strings
+  await client.request('/x', { headers: [['x-n', 1]] });
+  // @ts-expect-error a body is not a number
+  await client.request('/x', { method: 'POST', body: 42 });
 
   const res = await client.fetch('/report.csv', { method: 'GET', timeoutMs: 100, retry: false });
   expectType<typeof res, Response>(true);

@@ -2,14 +2,21 @@
 // stormguard's schema(), which keeps the last good copy in LocalStorage.
 //   ?layout=URL  where the layout comes from
 //   ?alt=URL     a second source the "Switch source" button moves to
+//   ?wasm=URL    load the wasm from there (what a dev server that answers a
+//                missing file with index.html does to the client)
 import { useState } from 'react';
 import { createClient } from 'stormguard';
 import { useSchema } from 'stormguard/react';
 
-// One client for the page, created once (useSchema takes the promise as is).
-const client = createClient({ timeoutMs: 3000, retry: { maxAttempts: 2, baseDelayMs: 50 } });
-
 const params = new URLSearchParams(location.search);
+
+// One client for the page, created once (useSchema takes the promise as is).
+const client = createClient({
+  timeoutMs: 3000,
+  retry: { maxAttempts: 2, baseDelayMs: 50 },
+  ...(params.has('wasm') && { wasm: params.get('wasm') }),
+});
+
 const sources = [params.get('layout'), params.get('alt')].filter(Boolean);
 
 const FALLBACK = {
@@ -54,7 +61,7 @@ function LayoutView({ url }) {
           {source === 'cache'
             ? `— the server is not answering; showing the layout saved ${Math.round((ageMs ?? 0) / 1000)} s ago.`
             : '— the server is not answering and no saved layout exists; showing the built-in one.'}
-          {error && <span className="reason"> ({error.name})</span>}{' '}
+          {error && <span className="reason" data-testid="reason" title={error.message}> ({error.name})</span>}{' '}
           <button data-testid="retry" onClick={refresh}>Retry</button>
         </div>
       )}

@@ -1,0 +1,5 @@
+import { Layout } from './Layout.js';
+
+export default function ClientPage() {
+  return <Layout />;
+}

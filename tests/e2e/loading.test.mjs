@@ -1,0 +1,286 @@
+// How the package finds and loads its wasm, and what it says when it cannot:
+// the `exports` map (ESM and CommonJS builds), createClient's `wasm` option
+// in Node and in a page, errors that name the file requested, and a host
+// lacking fetch & co. Node cases run in child processes: the wasm is loaded
+// once per realm, by the first createClient.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { launchChromium, root, startServers, watchErrors } from './browser.mjs';
+
+const pkg = join(root, 'pkg');
+const wasmFile = join(pkg, 'stormguard_bg.wasm');
+let servers, browser, app;
+
+before(async () => {
+  servers = await startServers();
+  // A project with the package installed (a symlink to pkg/), to resolve it by name.
+  app = mkdtempSync(join(tmpdir(), 'stormguard-loading-'));
+  mkdirSync(join(app, 'node_modules'));
+  symlinkSync(pkg, join(app, 'node_modules/stormguard'), 'dir');
+  writeFileSync(join(app, 'package.json'), '{"private": true}\n');
+});
+after(async () => {
+  await browser?.close();
+  await servers?.close();
+  if (app) rmSync(app, { recursive: true, force: true });
+});
+
+/** Runs `code` in a fresh Node process in the app folder; resolves with its parsed stdout. */
+function node(code, { type = 'module', env = {} } = {}) {
+  const file = join(app, type === 'module' ? `t${Math.random().toString(36).slice(2)}.mjs` : `t${Math.random().toString(36).slice(2)}.cjs`);
+  writeFileSync(file, code);
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [file], { cwd: app, timeout: 30000, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
+      rmSync(file, { force: true });
+      if (err) reject(new Error(`${err.message}\n${stdout}\n${stderr}`));
+      else resolve(JSON.parse(stdout));
+    });
+  });
+}
+
+const report = `(e) => ({ name: e.name, option: e.option, message: e.message })`;
+
+describe('the exports map', () => {
+  test('require() gets the CommonJS build, import the ESM one, and both call out', async () => {
+    const url = `${servers.fault}/fail-first?n=1&id=load-cjs`;
+    const cjs = await node(
+      `const { createClient, HttpError, isStormguardError } = require('stormguard');
+       createClient({ retry: { baseDelayMs: 5 } }).then(async (c) => {
+         const body = await c.request(${JSON.stringify(url)});
+         const e = await c.request(${JSON.stringify(`${servers.fault}/status/404?id=load-cjs`)}).catch((x) => x);
+         process.stdout.write(JSON.stringify({ resolved: require.resolve('stormguard'), react: require.resolve('stormguard/react'),
+           body, instance: e instanceof HttpError, branded: isStormguardError(e) }));
+         c.close();
+       });`,
+      { type: 'commonjs' },
+    );
+    assert.match(cjs.resolved, /[\\/]node\.cjs$/);
+    assert.match(cjs.react, /[\\/]react\.cjs$/);
+    assert.equal(cjs.body.attempt, 2);
+    assert.equal(cjs.instance, true);
+    assert.equal(cjs.branded, true);
+
+    const esm = await node(
+      `import { createClient } from 'stormguard';
+       const c = await createClient();
+       const body = await c.request(${JSON.stringify(`${servers.fault}/echo?id=load-esm`)});
+       process.stdout.write(JSON.stringify({ resolved: import.meta.resolve('stormguard'), method: body.method }));`,
+    );
+    assert.match(esm.resolved, /\/node\.js$/);
+    assert.equal(esm.method, 'GET');
+  });
+
+  test('an error from the CommonJS build is a stormguard error to the ESM build too (Symbol.for brand)', async () => {
+    const out = await node(
+      `import { createRequire } from 'node:module';
+       import { isStormguardError } from 'stormguard';
+       const { createClient } = createRequire(import.meta.url)('stormguard');
+       const e = await createClient({ retries: 1, timeoutMs: -1 }).catch((x) => x);
+       process.stdout.write(JSON.stringify({ name: e.name, branded: isStormguardError(e) }));`,
+    );
+    assert.deepEqual(out, { name: 'OptionsError', branded: true });
+  });
+});
+
+describe('the wasm option in Node', () => {
+  const ok = (load) =>
+    node(`import { readFileSync } from 'node:fs';
+      import { createClient } from 'stormguard';
+      const wasm = ${load};
+      const c = await createClient({ wasm });
+      const body = await c.request(${JSON.stringify(`${servers.fault}/echo?id=load-opt`)});
+      process.stdout.write(JSON.stringify({ method: body.method }));`);
+
+  test('bytes, a file path, a file URL, a Module, a Response and an http URL all load', async () => {
+    const file = JSON.stringify(wasmFile);
+    for (const load of [
+      `readFileSync(${file})`,
+      `new Uint8Array(readFileSync(${file}))`,
+      `readFileSync(${file}).buffer.slice(0)`,
+      file,
+      JSON.stringify(pathToFileURL(wasmFile).href),
+      `new URL(${JSON.stringify(pathToFileURL(wasmFile).href)})`,
+      `new WebAssembly.Module(readFileSync(${file}))`,
+      `new Response(readFileSync(${file}), { headers: { 'content-type': 'application/wasm' } })`,
+      JSON.stringify(`${servers.site}/pkg/stormguard_bg.wasm`),
+    ]) {
+      assert.deepEqual(await ok(load), { method: 'GET' }, load);
+    }
+  });
+
+  test('a missing file, a 404 and bytes that are not wasm: an OptionsError naming what was requested', async () => {
+    const fail = (load) =>
+      node(`import { createClient } from 'stormguard';
+        const e = await createClient({ wasm: ${load} }).catch(${report});
+        process.stdout.write(JSON.stringify(e));`);
+    const missing = await fail(JSON.stringify('/nonexistent/dir/stormguard_bg.wasm'));
+    assert.equal(missing.name, 'OptionsError');
+    assert.equal(missing.option, 'wasm');
+    assert.match(missing.message, /could not read the wasm module \/nonexistent\/dir\/stormguard_bg\.wasm \(ENOENT\)/);
+    assert.match(missing.message, /createClient\(\{ wasm:/);
+
+    const notFound = await fail(JSON.stringify(`${servers.site}/pkg/missing.wasm`));
+    assert.equal(notFound.name, 'OptionsError');
+    assert.match(notFound.message, new RegExp(`${servers.site}/pkg/missing\\.wasm failed with HTTP 404`));
+
+    const html = await fail(JSON.stringify(`${servers.site}/tests/e2e/pages/esm.html`));
+    assert.equal(html.name, 'OptionsError');
+    assert.match(html.message, /esm\.html is not a WebAssembly module \(\d+ bytes, content-type text\/html[^,]*, starting "<!doctype html>/);
+
+    const text = await fail(`new TextEncoder().encode('not wasm at all')`);
+    assert.match(text.message, /the wasm option is not a WebAssembly module \(15 bytes, starting "not wasm at all"\)/);
+
+    const wrongModule = await fail(`new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])`);
+    assert.equal(wrongModule.name, 'OptionsError');
+    assert.match(wrongModule.message, /the wasm option is not this version's stormguard WebAssembly module \(TypeError: /);
+
+    const wrongType = await fail('42');
+    assert.deepEqual(
+      [wrongType.name, wrongType.option],
+      ['OptionsError', 'wasm'],
+    );
+    assert.match(wrongType.message, /wasm must be a URL/);
+  });
+
+  test('a failed load is not kept: the next createClient loads again', async () => {
+    const out = await node(`import { createClient } from 'stormguard';
+      const first = await createClient({ wasm: '/nonexistent.wasm' }).catch((e) => e.name);
+      const c = await createClient();
+      const body = await c.request(${JSON.stringify(`${servers.fault}/echo?id=load-again`)});
+      process.stdout.write(JSON.stringify({ first, method: body.method }));`);
+    assert.deepEqual(out, { first: 'OptionsError', method: 'GET' });
+  });
+
+  test('a host without fetch, Headers, Request, Response: createClient names them and the fix', async () => {
+    for (const type of ['module', 'commonjs']) {
+      const load = type === 'module' ? `const { createClient } = await import('stormguard');` : `const { createClient } = require('stormguard');`;
+      const out = await node(
+        `${type === 'module' ? '' : '(async () => {'}
+         for (const n of ['fetch', 'Headers', 'Request', 'Response']) delete globalThis[n];
+         ${load}
+         const e = await createClient().catch((x) => x);
+         process.stdout.write(JSON.stringify({ name: e.name, message: e.message }));
+         ${type === 'module' ? '' : '})();'}`,
+        { type },
+      );
+      assert.equal(out.name, 'Error', type);
+      assert.match(out.message, /lacks the global fetch, Headers, Request, Response, which stormguard needs/, type);
+      assert.match(out.message, /testEnvironment to 'jest-fixed-jsdom'/, type);
+    }
+  });
+
+  test('the CommonJS build loads where TextDecoder and TextEncoder are missing (Jest jsdom)', async () => {
+    const out = await node(
+      `void [fetch, Headers, Request, Response]; // Node's undici loads lazily and needs them itself
+       delete globalThis.TextDecoder; delete globalThis.TextEncoder;
+       const { createClient } = require('stormguard');
+       createClient().then(async (c) => {
+         const body = await c.request(${JSON.stringify(`${servers.fault}/status/500?id=load-td&body=${encodeURIComponent('é'.repeat(3))}`)}, { retry: false }).catch((e) => e.body);
+         process.stdout.write(JSON.stringify({ body, global: typeof TextDecoder }));
+       });`,
+      { type: 'commonjs' },
+    );
+    assert.deepEqual(out, { body: 'ééé', global: 'undefined' });
+  });
+});
+
+describe('the wasm option in a page', () => {
+  before(async () => {
+    browser = await launchChromium();
+  });
+
+  /** A fresh page (a fresh realm: nothing loaded yet) running `fn(site)`. */
+  async function inPage(fn) {
+    const page = await browser.newPage();
+    const errors = watchErrors(page);
+    await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+    await page.waitForFunction(() => window.ready === true);
+    try {
+      return { result: await page.evaluate(fn, { site: servers.site, fault: servers.fault }), errors };
+    } finally {
+      await page.close();
+    }
+  }
+
+  test('a URL, a Response, bytes and a Module all load; a relative string resolves against the page', async () => {
+    const { result, errors } = await inPage(async ({ fault }) => {
+      const out = [];
+      const sources = [
+        () => '/pkg/stormguard_bg.wasm',
+        () => new URL('/pkg/stormguard_bg.wasm', location.href),
+        () => fetch('/pkg/stormguard_bg.wasm'),
+        async () => (await fetch('/pkg/stormguard_bg.wasm')).arrayBuffer(),
+        async () => WebAssembly.compile(await (await fetch('/pkg/stormguard_bg.wasm')).arrayBuffer()),
+      ];
+      // Each in a fresh realm: an iframe loading the package anew.
+      for (const source of sources) {
+        const frame = document.createElement('iframe');
+        frame.src = '/tests/e2e/pages/esm.html';
+        document.body.append(frame);
+        await new Promise((r) => frame.addEventListener('load', r, { once: true }));
+        while (!frame.contentWindow.ready) await new Promise((r) => setTimeout(r, 10));
+        const w = frame.contentWindow;
+        let wasm = await source();
+        // The frame's realm gets its own copies (instanceof is per realm).
+        if (wasm instanceof Response) wasm = await w.fetch('/pkg/stormguard_bg.wasm');
+        else if (wasm instanceof ArrayBuffer) wasm = new w.Uint8Array(wasm);
+        else if (wasm instanceof WebAssembly.Module) wasm = await w.WebAssembly.compile(await (await fetch('/pkg/stormguard_bg.wasm')).arrayBuffer());
+        const c = await w.stormguard.createClient({ wasm });
+        out.push((await c.request(`${fault}/echo?id=page-opt`)).method);
+        frame.remove();
+      }
+      return out;
+    });
+    assert.deepEqual(result, ['GET', 'GET', 'GET', 'GET', 'GET']);
+    assert.deepEqual(errors, []);
+  });
+
+  test('a 404 and an HTML page instead of the wasm: the error names the URL; a later createClient loads', async () => {
+    const { result } = await inPage(async () => {
+      const { createClient } = window.stormguard;
+      const msg = (e) => ({ name: e.name, option: e.option, message: e.message });
+      const missing = await createClient({ wasm: '/pkg/nope.wasm' }).catch(msg);
+      const html = await createClient({ wasm: '/tests/e2e/pages/esm.html' }).catch(msg);
+      const c = await createClient();
+      return { missing, html, loaded: typeof c.request };
+    });
+    assert.equal(result.missing.name, 'OptionsError');
+    assert.equal(result.missing.option, 'wasm');
+    assert.match(result.missing.message, new RegExp(`${servers.site}/pkg/nope\\.wasm failed with HTTP 404`));
+    assert.equal(result.html.name, 'OptionsError');
+    assert.match(result.html.message, new RegExp(`${servers.site}/tests/e2e/pages/esm\\.html is not a WebAssembly module`));
+    assert.match(result.html.message, /content-type text\/html/);
+    assert.equal(result.loaded, 'function');
+  });
+});
+
+describe('a client that failed to load, in the hooks', () => {
+  test('Vue useSchema serves the fallback (source fallback) with the load error; none without a fallback', async () => {
+    const { effectScope, nextTick } = await import('vue');
+    const { useSchema } = await import('../../pkg/vue.js');
+    const { OptionsError } = await import('../../pkg/node.js');
+    const failed = new OptionsError('stormguard: /x.wasm is not a WebAssembly module', { option: 'wasm' });
+    const client = Promise.reject(failed);
+    client.catch(() => {});
+    const scope = effectScope();
+    const [withFallback, without] = scope.run(() => [
+      useSchema(client, 'http://127.0.0.1/layout', { fallback: { title: 'Built-in' } }),
+      useSchema(client, 'http://127.0.0.1/layout'),
+    ]);
+    for (let i = 0; i < 10 && withFallback.loading.value; i++) await nextTick();
+    assert.deepEqual(withFallback.data.value, { title: 'Built-in' });
+    assert.equal(withFallback.source.value, 'fallback');
+    assert.equal(withFallback.stale.value, true);
+    assert.equal(withFallback.error.value, failed);
+    assert.equal(withFallback.loading.value, false);
+    assert.equal(without.data.value, undefined);
+    assert.equal(without.source.value, 'none');
+    assert.equal(without.error.value, failed);
+    scope.stop();
+  });
+});
