@@ -48,7 +48,9 @@ test('renders the network copy, then the cached copy when the server fails', asy
 });
 
 test('renders the fallback when there is neither network nor cache', async () => {
-  const { el, root } = await render(`${FAULT}/status/503?id=jest-fallback-${RUN}`);
+  // Another path than the test above: its two failed attempts and these would be three in a
+  // row for one breaker, which opens (the default) and answers CircuitOpenError instead.
+  const { el, root } = await render(`${FAULT}/status/500?id=jest-fallback-${RUN}`);
   expect(el.querySelector('h1').dataset.source).toBe('fallback');
   expect(el.querySelector('h1').textContent).toBe('Built-in layout (HttpError)');
   act(() => root.unmount());
