@@ -67,6 +67,9 @@ export const VARIANTS = {
   'stormguard-probes2': { breaker: { halfOpenProbes: 2 } },
   // page loads: one breaker for the backend (every call passes breakerKey: its origin), not one per path
   'stormguard-originKey': {},
+  // hedged requests (issue 20): the budget must stop hedges in a brownout
+  'stormguard-hedgeP95': { hedge: { afterMs: 'p95' } },
+  'stormguard-hedge100': { hedge: { afterMs: 100 } },
 };
 /** Per-call settings of a variant, beside its client options. */
 const VARIANT_CALLS = { 'stormguard-originKey': { breakerKey: 'origin' } };
@@ -80,6 +83,8 @@ export const VARIANT_OF = {
   'stormguard-maxOpen30000': ['breaker.maxOpenMs', '2000', '30000'],
   'stormguard-probes2': ['breaker.halfOpenProbes', '1', '2'],
   'stormguard-originKey': ['breakerKey (per call)', 'METHOD origin+path', 'origin'],
+  'stormguard-hedgeP95': ['hedge', 'false', "{ afterMs: 'p95' }"],
+  'stormguard-hedge100': ['hedge', 'false', '{ afterMs: 100 }'],
 };
 
 /**
@@ -108,7 +113,7 @@ export function defaultPlan(quick) {
     { faultMs: 10000, profile: 'steady', strategies: [...BASE, 'naive', 'ky'] },
     { faultMs: 10000, profile: 'steady', strategies: [...SENSITIVITY, SCHEMA_VARIANT] },
     { faultMs: 10000, profile: 'page-load', strategies: [...BASE, 'naive', 'ky'] },
-    { faultMs: 10000, profile: 'page-load', strategies: [...PAGE, 'stormguard-minRetries1'] },
+    { faultMs: 10000, profile: 'page-load', strategies: [...PAGE, 'stormguard-minRetries1', 'stormguard-hedgeP95', 'stormguard-hedge100'] },
     { faultMs: 60000, profile: 'steady', strategies: [...BASE, 'stormguard-maxOpen8000', 'stormguard-maxOpen30000'] },
     { faultMs: 60000, profile: 'page-load', strategies: [...BASE, ...PAGE] },
   ];
