@@ -211,7 +211,13 @@ impl Client {
         let cross_tab = cfg.cross_tab;
         let engine = Engine::new(cfg);
         if cross_tab {
-            if let Some(x) = CrossTab::new(&prefix, Rc::downgrade(&engine)) {
+            let weak = Rc::downgrade(&engine);
+            let on_peer = move |msg| {
+                if let Some(engine) = weak.upgrade() {
+                    engine.apply_peer(msg);
+                }
+            };
+            if let Some(x) = CrossTab::new(&prefix, on_peer) {
                 let _ = engine.crosstab.set(x);
             }
         }

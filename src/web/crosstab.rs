@@ -24,14 +24,12 @@
 //! wrote (or the wall clock stepped back since): it is ignored and replaced.
 
 use std::cell::{Cell, RefCell};
-use std::rc::Weak;
 
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
-use super::engine::Engine;
 use super::host::{epoch_ms, uuid_v4};
 use crate::text::cat;
 
@@ -85,8 +83,10 @@ pub struct CrossTab {
 }
 
 impl CrossTab {
-    /// Joins the channel of `prefix`; None where the host has no BroadcastChannel.
-    pub fn new(prefix: &str, engine: Weak<Engine>) -> Option<CrossTab> {
+    /// Joins the channel of `prefix`; None where the host has no
+    /// BroadcastChannel. Each valid message from another realm goes to
+    /// `on_peer` (the engine's, which this module never reaches into).
+    pub fn new(prefix: &str, on_peer: impl Fn(Peer) + 'static) -> Option<CrossTab> {
         let ctor: Function = get(&js_sys::global(), "BroadcastChannel")
             .ok()
             .filter(JsValue::is_function)?
@@ -104,8 +104,8 @@ impl CrossTab {
             if get(&data, "r").is_ok_and(|r| r == own) {
                 return;
             }
-            if let (Some(engine), Some(msg)) = (engine.upgrade(), decode(&data)) {
-                engine.apply_peer(msg);
+            if let Some(msg) = decode(&data) {
+                on_peer(msg);
             }
         });
         let _ = Reflect::set(
