@@ -20,6 +20,7 @@ use super::dedupe::{Flight, Lead, Waiter};
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
+use super::storage::Memory;
 use super::vecmap::VecMap;
 use crate::policy::backoff::{parse_retry_after, Backoff};
 use crate::policy::breaker::{Breakers, Permit, State as BreakerState};
@@ -67,6 +68,8 @@ pub struct Engine {
     pub st: RefCell<State>,
     /// Set once after construction when `crossTab` is on and the host can.
     pub crosstab: OnceCell<CrossTab>,
+    /// `schema()`'s last-good copies where they are kept in memory.
+    pub memory: Memory,
     /// The timer that turns the first open breaker half-open when its
     /// period ends, and that time.
     half_open: RefCell<Option<(Alarm, f64)>>,
@@ -102,6 +105,7 @@ impl Engine {
             cfg,
             st: RefCell::new(st),
             crosstab: OnceCell::new(),
+            memory: Memory::default(),
             half_open: RefCell::new(None),
             me: me.clone(),
         })
@@ -815,7 +819,7 @@ impl Engine {
             st.calls.take_values()
         };
         self.half_open.borrow_mut().take();
-        super::storage::forget(&self.me);
+        self.memory.clear();
         for c in calls {
             c.cancel(CancelReason::Closed);
         }

@@ -115,7 +115,7 @@ pub async fn run(
         call.url.clone(),
     );
     let started = now_ms();
-    let store = Store::of(&engine);
+    let store = Store::new(engine.cfg.storage.as_ref(), &engine.memory);
     let mut faults = Vec::new();
     let error = match engine.clone().call(call, signal).await {
         Ok(value) => match validate(o.validate.as_ref(), &value) {

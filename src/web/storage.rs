@@ -22,14 +22,13 @@
 //! they live as long as it does and no other client sees them.
 
 use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use js_sys::JsString;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
-use super::engine::Engine;
 use super::host::{epoch_ms, json_parse};
 use crate::policy::options::StorageConfig;
 use crate::text::cat;
@@ -51,23 +50,22 @@ const MEMORY_ENTRIES: usize = 32;
 /// a small step) before the copy counts as corrupt (API.md: 60 s).
 const FUTURE_SLACK_MS: f64 = 60_000.0;
 
-/// A copy in memory and the client it belongs to.
+/// A copy in memory.
 struct Held {
-    owner: Weak<Engine>,
     key: String,
     text: JsString,
 }
 
-thread_local! {
-    /// Every client's memory copies; dropped at its `close()`, or, for a
-    /// client freed without one, at the next save.
-    static MEMORY: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
-}
+/// One client's last-good copies in memory (Node, `storage: false`, or a
+/// host without LocalStorage): owned by the client's engine, so they go
+/// with it, and `clear()`ed at its `close()`.
+#[derive(Clone, Default)]
+pub struct Memory(Rc<RefCell<Vec<Held>>>);
 
-/// Drops every in-memory copy of `owner` (its `close()`): the memory is
-/// freed then, not when another client next saves.
-pub fn forget(owner: &Weak<Engine>) {
-    MEMORY.with_borrow_mut(|m| m.retain(|h| !h.owner.ptr_eq(owner)));
+impl Memory {
+    pub fn clear(&self) {
+        self.0.borrow_mut().clear();
+    }
 }
 
 /// Why storage gave nothing or took nothing.
@@ -103,24 +101,21 @@ pub struct Store {
     max_bytes: u32,
     /// False with `storage: false`: memory only.
     local: bool,
-    owner: Weak<Engine>,
+    memory: Memory,
 }
 
 impl Store {
-    pub fn of(engine: &Rc<Engine>) -> Store {
-        let cfg = engine.cfg.storage.as_ref();
+    /// The cache the client's `storage` option (`None`: `storage: false`)
+    /// configures, keeping memory copies in the client's `memory`.
+    pub fn new(cfg: Option<&StorageConfig>, memory: &Memory) -> Store {
         let d = StorageConfig::default();
         let c = cfg.unwrap_or(&d);
         Store {
             prefix: c.prefix.clone(),
             max_bytes: c.max_entry_bytes,
             local: cfg.is_some(),
-            owner: Rc::downgrade(engine),
+            memory: memory.clone(),
         }
-    }
-
-    fn mine(&self, h: &Held) -> bool {
-        h.owner.ptr_eq(&self.owner)
     }
 
     /// LocalStorage if the host has it and lets us in, else memory.
@@ -156,11 +151,13 @@ impl Store {
                     return None;
                 }
             },
-            Slot::Memory => MEMORY.with_borrow(|m| {
-                m.iter()
-                    .find(|h| self.mine(h) && h.key == full)
-                    .map(|h| h.text.clone())
-            })?,
+            Slot::Memory => self
+                .memory
+                .0
+                .borrow()
+                .iter()
+                .find(|h| h.key == full)
+                .map(|h| h.text.clone())?,
         };
         let entry = match json_parse(&text) {
             Ok(v) => v,
@@ -216,19 +213,14 @@ impl Store {
                     faults.push(Fault::new("write", Some(&e)));
                 }
             }
-            Slot::Memory => MEMORY.with_borrow_mut(|m| {
-                m.retain(|h| h.owner.strong_count() > 0 && !(self.mine(h) && h.key == full));
-                if m.iter().filter(|h| self.mine(h)).count() >= MEMORY_ENTRIES {
-                    if let Some(oldest) = m.iter().position(|h| self.mine(h)) {
-                        m.remove(oldest);
-                    }
+            Slot::Memory => {
+                let mut m = self.memory.0.borrow_mut();
+                m.retain(|h| h.key != full);
+                if m.len() >= MEMORY_ENTRIES {
+                    m.remove(0);
                 }
-                m.push(Held {
-                    owner: self.owner.clone(),
-                    key: full,
-                    text,
-                });
-            }),
+                m.push(Held { key: full, text });
+            }
         }
     }
 }
