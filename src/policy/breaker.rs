@@ -49,7 +49,13 @@ pub const DEFAULT_MAX_KEYS: usize = 1000;
 /// Transitions kept until drained; past this the oldest are dropped.
 const MAX_PENDING_TRANSITIONS: usize = 1024;
 
+/// Seen by JS as `'closed' | 'open' | 'half-open'` (the names `as_str` gives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    target_arch = "wasm32",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum State {
     Closed,
     Open,
@@ -80,7 +86,14 @@ pub struct Transition {
     pub to: State,
 }
 
+/// One entry of `client.breakers()`: the JS `BreakerSnapshot` is this
+/// struct, field for field, in camelCase.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    target_arch = "wasm32",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Snapshot {
     pub key: String,
     pub state: State,

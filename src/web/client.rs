@@ -12,7 +12,7 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 use super::call::Call;
 use super::call::{Mode, ResponseType, Target};
 use super::cancel::Cancel;
-use super::convert::Obj;
+use super::convert::{to_js, Obj};
 use super::crosstab::CrossTab;
 use super::engine::{Engine, Listener};
 use super::errors::CallError;
@@ -118,21 +118,11 @@ impl Client {
 
     pub fn stats(&self) -> JsValue {
         let st = self.engine.st.borrow();
-        let s = &st.stats;
-        let o = Obj::new();
-        o.set("requests", s.requests as f64)
-            .set("attempts", s.attempts as f64)
-            .set("retries", s.retries as f64)
-            .set("timeouts", s.timeouts as f64)
-            .set("failures", s.failures as f64)
-            .set("breakerOpens", s.breaker_opens as f64)
-            .set("budgetDenied", s.budget_denied as f64)
-            .set("queueRejected", s.queue_rejected as f64)
-            .set("deduped", s.deduped as f64)
-            .set("fallbacks", s.fallbacks as f64)
-            .set("inFlight", st.limiter.in_flight())
+        // The counters as declared beside them; the gauges from the limiter.
+        let o = Obj(to_js(&st.stats).unchecked_into());
+        o.set("inFlight", st.limiter.in_flight())
             .set("queued", st.limiter.queued())
-            .set("amplification", s.amplification());
+            .set("amplification", st.stats.amplification());
         o.into_js()
     }
 
@@ -141,18 +131,7 @@ impl Client {
             Some(b) => b.snapshot(now_ms()),
             None => Vec::new(),
         };
-        snaps
-            .iter()
-            .map(|s| {
-                let o = Obj::new();
-                o.set("key", s.key.as_str())
-                    .set("state", s.state.as_str())
-                    .set("samples", s.samples)
-                    .set("failureRate", s.failure_rate)
-                    .set("openForMs", s.open_for_ms);
-                o.into_js()
-            })
-            .collect()
+        snaps.iter().map(to_js).collect()
     }
 
     /// Adds a listener; returns its id for `off`.

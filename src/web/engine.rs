@@ -14,7 +14,7 @@ use web_sys::AbortSignal;
 
 use super::call::{Call, Mode, ResponseType};
 use super::cancel::{gate_timer, Alarm, Cancel, CancelReason, EventLink, Gate, OnAbort, Wake};
-use super::convert::Obj;
+use super::convert::to_js;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
 use super::errors::{CallError, ErrorKind};
@@ -32,6 +32,41 @@ use crate::policy::limiter::{Acquire, Limiter, WaiterId};
 use crate::policy::options::{BreakerConfig, ClientConfig, RetryConfig};
 use crate::policy::ratelimit::{Admit, Limits, Quota, Why};
 use crate::policy::stats::Stats;
+
+/// The object a listener receives (the JS `StormguardEvent`): `type` and
+/// `requestId` always, each other field only when the event carries it
+/// (absent, not `undefined`).
+#[derive(Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event<'a> {
+    #[serde(rename = "type")]
+    pub event: &'a str,
+    pub request_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<BreakerState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<BreakerState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
 
 pub struct Listener {
     pub id: u32,
@@ -119,7 +154,7 @@ impl Engine {
 
     /// Calls `build` and every listener of `event`, only if there is one.
     /// `build` is `dyn` so the body exists once, not once per event.
-    pub fn emit(&self, event: &str, request_id: &str, build: &dyn Fn(&Obj)) {
+    pub fn emit<'a>(&self, event: &'a str, request_id: &'a str, build: &dyn Fn(&mut Event<'a>)) {
         let funcs: Vec<Function> = self
             .st
             .borrow()
@@ -131,21 +166,30 @@ impl Engine {
         if funcs.is_empty() {
             return;
         }
-        let o = Obj::new();
-        o.set("type", event).set("requestId", request_id);
-        build(&o);
-        let ev = o.into_js();
+        let mut o = Event {
+            event,
+            request_id,
+            ..Event::default()
+        };
+        build(&mut o);
+        let ev = to_js(&o);
         for f in funcs {
             // A listener that throws must not break the call.
             let _ = f.call1(&JsValue::NULL, &ev);
         }
     }
 
-    pub(super) fn emit_call(&self, event: &str, call: &Call, attempt: u32, build: &dyn Fn(&Obj)) {
+    pub(super) fn emit_call<'a>(
+        &self,
+        event: &'a str,
+        call: &'a Call,
+        attempt: u32,
+        build: &dyn Fn(&mut Event<'a>),
+    ) {
         self.emit(event, &call.request_id, &|o| {
-            o.set("method", call.method.as_str())
-                .set("url", call.url.as_str())
-                .set("attempt", attempt);
+            o.method = Some(&call.method);
+            o.url = Some(&call.url);
+            o.attempt = Some(attempt);
             build(o);
         });
     }
@@ -190,9 +234,9 @@ impl Engine {
                 request_id
             };
             self.emit("breaker", id, &|o| {
-                o.set("key", t.key.as_str())
-                    .set("from", t.from.as_str())
-                    .set("to", t.to.as_str());
+                o.key = Some(&t.key);
+                o.from = Some(t.from);
+                o.to = Some(t.to);
             });
         }
         self.arm_half_open();
@@ -355,9 +399,9 @@ impl Engine {
         if *told != Some(why) {
             *told = Some(why);
             self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
-                o.set("delayMs", wait)
-                    .set("reason", why.as_str())
-                    .set("key", call.breaker_key.as_str());
+                o.delay_ms = Some(wait);
+                o.reason = Some(why.as_str());
+                o.key = Some(&call.breaker_key);
             });
         }
         Ok(Some(wait))
@@ -500,10 +544,9 @@ impl Engine {
             let e = e.stamped(&call.request_id, attempts, deadline.elapsed(now_ms()));
             self.st.borrow_mut().stats.failures += 1;
             self.emit_call("giveUp", call, attempts, &|o| {
-                o.set("elapsedMs", e.elapsed_ms).set("errorName", e.name());
-                if let ErrorKind::Http { status, .. } = e.kind {
-                    o.set("status", status);
-                }
+                o.elapsed_ms = Some(e.elapsed_ms);
+                o.status = e.status();
+                o.error_name = Some(e.name());
             });
             e.to_js()
         })
@@ -606,7 +649,7 @@ impl Engine {
                 AttemptEnd::Timeout => {
                     self.st.borrow_mut().stats.timeouts += 1;
                     self.emit_call("timeout", call, attempt, &|o| {
-                        o.set("elapsedMs", deadline.elapsed(now_ms()));
+                        o.elapsed_ms = Some(deadline.elapsed(now_ms()));
                     });
                     let e = CallError::new(ErrorKind::Timeout { phase });
                     (Outcome::Timeout, e, None, None)
@@ -693,10 +736,9 @@ impl Engine {
             }
             self.st.borrow_mut().stats.retries += 1;
             self.emit_call("retry", call, attempt, &|o| {
-                o.set("delayMs", delay).set("errorName", err.name());
-                if let ErrorKind::Http { status, .. } = err.kind {
-                    o.set("status", status);
-                }
+                o.delay_ms = Some(delay);
+                o.status = err.status();
+                o.error_name = Some(err.name());
             });
             // fetch() resolves with a final Response, never rejects with an
             // HttpError: its deadline stays a TimeoutError.

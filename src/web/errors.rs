@@ -75,6 +75,14 @@ impl CallError {
         })
     }
 
+    /// The HTTP status, for an `HttpError`.
+    pub fn status(&self) -> Option<u16> {
+        match self.kind {
+            ErrorKind::Http { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self.kind {
             ErrorKind::Timeout { .. } => "TimeoutError",

@@ -155,8 +155,8 @@ impl Engine {
         }
         let remaining = deadline.remaining(now);
         self.emit_call("attempt", call, attempt, &|o| {
-            o.set("elapsedMs", deadline.elapsed(now))
-                .set("remainingMs", remaining);
+            o.elapsed_ms = Some(deadline.elapsed(now));
+            o.remaining_ms = Some(remaining);
         });
         let (timeout_ms, phase) = if remaining < call.cfg.timeout_ms {
             (remaining, "deadline")

@@ -154,12 +154,11 @@ pub async fn run(
     if source != "none" {
         engine.st.borrow_mut().stats.fallbacks += 1;
         let name = error_name(&error).unwrap_or_default();
-        let fields = [
-            ("method", method.as_str()),
-            ("url", &url),
-            ("errorName", &name),
-        ];
-        emit(&engine, "fallback", &request_id, &fields);
+        engine.emit("fallback", &request_id, &|ev| {
+            ev.method = Some(&method);
+            ev.url = Some(&url);
+            ev.error_name = Some(&name);
+        });
     }
     Ok(result(data, source, age_ms, Some(error)))
 }
@@ -186,24 +185,11 @@ fn error_name(descriptor: &JsValue) -> Option<String> {
 /// One 'storage' event per fault; never the key, the data or a header.
 fn report(engine: &Engine, request_id: &str, faults: Vec<Fault>) {
     for f in faults {
-        match &f.error_name {
-            Some(n) => emit(
-                engine,
-                "storage",
-                request_id,
-                &[("reason", f.reason), ("errorName", n)],
-            ),
-            None => emit(engine, "storage", request_id, &[("reason", f.reason)]),
-        }
+        engine.emit("storage", request_id, &|ev| {
+            ev.reason = Some(f.reason);
+            ev.error_name = f.error_name.as_deref();
+        });
     }
-}
-
-fn emit(engine: &Engine, event: &str, request_id: &str, fields: &[(&str, &str)]) {
-    engine.emit(event, request_id, &|ev| {
-        for (k, v) in fields {
-            ev.set(k, *v);
-        }
-    });
 }
 
 fn result(data: JsValue, source: &str, age_ms: Option<f64>, error: Option<JsValue>) -> JsValue {

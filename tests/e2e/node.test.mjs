@@ -208,3 +208,53 @@ test('the hooks\' signal fallback (no AbortSignal.any) leaves no listener behind
     AbortSignal.any = any;
   }
 });
+
+/** [key, typeof value] pairs, in order: the exact shape JS sees. */
+const shape = (o) => Object.entries(o).map(([k, v]) => [k, typeof v]);
+const call = (...fields) => [['type', 'string'], ['requestId', 'string'], ['method', 'string'], ['url', 'string'],
+  ['attempt', 'number'], ...fields];
+
+test('stats(), breakers() and events: exact keys in order, numbers (never BigInt), no undefined fields', async () => {
+  const client = await createClient({ timeoutMs: 150, retry: { baseDelayMs: 5, maxAttempts: 2 } });
+  const seen = {};
+  for (const name of ['attempt', 'retry', 'timeout', 'giveUp', 'breaker']) {
+    seen[name] = [];
+    client.on(name, (e) => seen[name].push(e));
+  }
+  const url = `${server.url}/status/503?id=node-shapes`;
+  // 503, retry, 503: giveUp; then a third 503 in a row opens the breaker.
+  await assert.rejects(client.request(url), HttpError);
+  await assert.rejects(client.request(url));
+  await assert.rejects(client.request(`${server.url}/hang?id=node-shapes-hang`, { retry: false }), TimeoutError);
+
+  assert.deepEqual(shape(client.stats()), [
+    'requests', 'attempts', 'retries', 'timeouts', 'failures', 'breakerOpens', 'budgetDenied', 'queueRejected',
+    'deduped', 'fallbacks', 'inFlight', 'queued', 'amplification',
+  ].map((k) => [k, 'number']));
+  const stats = client.stats();
+  assert.equal(stats.requests, 3);
+  assert.equal(stats.amplification, stats.attempts / 3);
+
+  const breakers = client.breakers();
+  assert.equal(breakers.length, 2, 'one for /status/503, one for /hang');
+  for (const b of breakers) {
+    assert.deepEqual(shape(b), [['key', 'string'], ['state', 'string'], ['samples', 'number'],
+      ['failureRate', 'number'], ['openForMs', 'number']]);
+  }
+  assert.ok(breakers.some((b) => b.state === 'open'), JSON.stringify(breakers));
+
+  assert.deepEqual(shape(seen.attempt[0]), call(['elapsedMs', 'number'], ['remainingMs', 'number']));
+  assert.deepEqual(shape(seen.retry[0]), call(['delayMs', 'number'], ['errorName', 'string'], ['status', 'number']));
+  assert.deepEqual(shape(seen.giveUp[0]), call(['elapsedMs', 'number'], ['errorName', 'string'], ['status', 'number']));
+  const timeout = seen.timeout.at(-1);
+  assert.deepEqual(shape(timeout), call(['elapsedMs', 'number']));
+  assert.deepEqual(shape(seen.giveUp.at(-1)), call(['elapsedMs', 'number'], ['errorName', 'string']),
+    'a TimeoutError gives up without a status field');
+  const [opened] = seen.breaker;
+  assert.deepEqual(shape(opened), [['type', 'string'], ['requestId', 'string'], ['key', 'string'],
+    ['from', 'string'], ['to', 'string']]);
+  assert.deepEqual([opened.type, opened.from, opened.to], ['breaker', 'closed', 'open']);
+  assert.equal(seen.retry[0].status, 503);
+  assert.equal(seen.attempt[0].attempt, 1);
+  client.close();
+});
