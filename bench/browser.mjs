@@ -37,3 +37,26 @@ export async function gotoIsolated(page, url) {
   await page.unroute(pattern, handler);
   return page.evaluate(() => globalThis.crossOriginIsolated === true);
 }
+
+/**
+ * The fault server, Chromium and the libraries' page (`bench/pages/<page>.html`, cross-origin
+ * isolated) loaded and ready: what the per-call benchmarks share. `close()` ends all of it.
+ */
+export async function openBenchPage(page, label) {
+  const site = await startSite();
+  const browser = await launchChromium();
+  try {
+    const tab = await browser.newPage();
+    const errors = [];
+    tab.on('pageerror', (e) => errors.push(e.message));
+    const isolated = await gotoIsolated(tab, `${site.url}/bench/pages/${page}.html`);
+    await tab.waitForFunction(() => window.ready === true, null, { timeout: 20000 }).catch(() => {
+      throw new Error(`${label} page did not load: ${errors.join('; ')}`);
+    });
+    return { site, page: tab, isolated, close: async () => { await browser.close(); await site.close(); } };
+  } catch (e) {
+    await browser.close();
+    await site.close();
+    throw e;
+  }
+}

@@ -7,7 +7,7 @@
 // amplification (requests the server saw per call, from its own log).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { gotoIsolated, launchChromium, startSite } from './browser.mjs';
+import { openBenchPage } from './browser.mjs';
 import { buildDir, summarize } from './lib.mjs';
 import { measureSizes } from './size.mjs';
 
@@ -66,16 +66,8 @@ export async function runHedge({ quick, names = HEDGE_STRATEGIES, log = console.
   const n = quick ? 150 : 2000;
   const tail = 'p=0.05&fast=20&slow=1000';
   if (!existsSync(join(buildDir, 'size/stormguard.min.js'))) await measureSizes({ log: () => {} });
-  const site = await startSite();
-  const browser = await launchChromium();
+  const { site, page, close } = await openBenchPage('overhead', 'hedge');
   try {
-    const page = await browser.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    await gotoIsolated(page, `${site.url}/bench/pages/overhead.html`);
-    await page.waitForFunction(() => window.ready === true, null, { timeout: 20000 }).catch(() => {
-      throw new Error(`hedge page did not load: ${errors.join('; ')}`);
-    });
     log(`[hedge] ${n} calls per strategy at concurrency ${CONCURRENCY} against /tail (${tail}), blocks alternating`);
     const raw = await page.evaluate(inPage, { origin: site.url, n, block: quick ? 50 : 100, concurrency: CONCURRENCY, names, tail });
     const rows = {};
@@ -89,8 +81,7 @@ export async function runHedge({ quick, names = HEDGE_STRATEGIES, log = console.
     }
     return { config: { n, tail, concurrency: CONCURRENCY }, rows };
   } finally {
-    await browser.close();
-    await site.close();
+    await close();
   }
 }
 

@@ -4,7 +4,7 @@
 // libraries (the order rotates every round), so that machine noise hits all
 // of them alike. Every URL is unique
 // (stormguard's de-duplication never joins two calls).
-import { gotoIsolated, launchChromium, startSite } from './browser.mjs';
+import { openBenchPage } from './browser.mjs';
 import { summarize } from './lib.mjs';
 import { OVERHEAD_STRATEGIES } from './strategies.mjs';
 
@@ -83,16 +83,8 @@ async function inPage({ origin, n, block, warmup, concurrency, names, path }) {
 export async function runOverhead({ quick, names = [...OVERHEAD_STRATEGIES, 'stormguard-bare'], path = '/status/200', log = console.log } = {}) {
   const n = quick ? 200 : 2000;
   const cfg = { n, block: quick ? 50 : 100, warmup: quick ? 20 : 100, concurrency: 6, names, path };
-  const site = await startSite();
-  const browser = await launchChromium();
+  const { site, page, isolated, close } = await openBenchPage('overhead', 'overhead');
   try {
-    const page = await browser.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    const isolated = await gotoIsolated(page, `${site.url}/bench/pages/overhead.html`);
-    await page.waitForFunction(() => window.ready === true, null, { timeout: 20000 }).catch(() => {
-      throw new Error(`overhead page did not load: ${errors.join('; ')}`);
-    });
     log(`[overhead] ${n} sequential + ${n} at concurrency 6 per library, blocks of ${cfg.block}, ` +
       `alternating (${isolated ? 'cross-origin isolated: 5 µs timer' : 'timer clamped to 100 µs'})`);
     const raw = await page.evaluate(inPage, { origin: site.url, ...cfg });
@@ -118,7 +110,6 @@ export async function runOverhead({ quick, names = [...OVERHEAD_STRATEGIES, 'sto
     }
     return result;
   } finally {
-    await browser.close();
-    await site.close();
+    await close();
   }
 }
