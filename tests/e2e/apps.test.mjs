@@ -47,6 +47,10 @@ let work, tarball, fault, browser;
 const KEEP = /^npm_config_(cache|userconfig|globalconfig|registry|cafile|proxy|https_proxy|noproxy|strict_ssl)$/i;
 const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || KEEP.test(k)));
 childEnv.npm_config_update_notifier = 'false';
+// Readiness is read from the children's output: keep it free of colour codes (a CI runner may set
+// FORCE_COLOR, and Vite then splits "127.0.0.1:" from the port with an escape).
+delete childEnv.FORCE_COLOR;
+childEnv.NO_COLOR = '1';
 
 async function sh(cmd, args, cwd) {
   try {
@@ -147,7 +151,10 @@ async function startProcess(args, { cwd, env, ready, timeoutMs = 30_000 }) {
     child.kill();
   });
   const end = Date.now() + timeoutMs;
-  while (!out.includes(ready)) {
+  // Escape sequences are stripped before matching, in case a tool colours its output anyway.
+  // eslint-disable-next-line no-control-regex
+  const plain = () => out.replace(/\x1b\[[0-9;]*m/g, '');
+  while (!plain().includes(ready)) {
     if (Date.now() > end || child.exitCode !== null) {
       await stop();
       throw new Error(`${args.join(' ')} did not start:\n${out}`);
