@@ -5,8 +5,10 @@
 //! call an API once a second, open loop: a call starts on schedule whatever
 //! happened to the previous one. The server serves up to `CAPACITY` attempts
 //! a second, then fails every attempt (connection refused or 503) for 30 s,
-//! then recovers. Each call runs exactly the engine's loop: breaker permit,
-//! attempt, breaker sample, `plan_retry`, then the retry budget.
+//! then recovers. Each call is driven through the policy core's call state
+//! machine, `policy::guard::Guard`, the same code the wasm engine asks at
+//! every step (admit, slot, begin, settle): what holds here holds for the
+//! shipped loop, not for a copy of it.
 //!
 //! The number that matters is attempts per call during the outage: what a
 //! failing backend receives compared with its normal load.
@@ -16,14 +18,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
-use stormguard::policy::backoff::Backoff;
-use stormguard::policy::breaker::{Breakers, Permit};
-use stormguard::policy::budget::RetryBudget;
-use stormguard::policy::classify::{plan_retry, sample, Outcome, RetryInput};
-use stormguard::policy::deadline::Deadline;
-use stormguard::policy::options::{
-    ClientConfig, RawBreaker, RawClientOptions, RetryConfig, Toggle,
-};
+use stormguard::policy::classify::RetryDenied;
+use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
+use stormguard::policy::limiter::Acquire;
+use stormguard::policy::options::{CallConfig, ClientConfig, RawBreaker, RawClientOptions, Toggle};
 use stormguard::policy::stats::Stats;
 
 const CLIENTS: usize = 1000;
@@ -64,18 +62,12 @@ enum Event {
     Reply(usize, Reply),
 }
 
-struct Client {
-    budget: Option<RetryBudget>,
-    breakers: Option<Breakers>,
-}
-
 struct Call {
     client: usize,
     started_s: usize,
-    deadline: Deadline,
-    backoff: Backoff,
-    attempts: u32,
-    permit: Option<Permit>,
+    state: CallState<'static>,
+    /// The attempt in flight.
+    sent: Option<Attempt>,
 }
 
 #[derive(Default)]
@@ -103,9 +95,10 @@ enum Fault {
 
 struct Sim {
     fault: Fault,
-    cfg: ClientConfig,
-    retry: RetryConfig,
-    clients: Vec<Client>,
+    /// Every call's spec: a GET of one endpoint with the client's settings.
+    spec: Spec<'static>,
+    /// One per client, as one client per browser tab.
+    clients: Vec<Guard>,
     calls: Vec<Call>,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
@@ -126,16 +119,20 @@ fn in_outage(now_ms: f64) -> bool {
 
 impl Sim {
     fn new(cfg: ClientConfig, fault: Fault) -> Self {
-        let clients = (0..CLIENTS)
-            .map(|_| Client {
-                budget: cfg.budget.as_ref().map(RetryBudget::new),
-                breakers: cfg.breaker.clone().map(Breakers::new),
-            })
-            .collect();
+        let clients = (0..CLIENTS).map(|_| Guard::new(&cfg)).collect();
+        // Calls borrow their settings for as long as the simulation runs.
+        let call_cfg: &'static CallConfig = Box::leak(Box::new(
+            CallConfig::resolve(&cfg, &Default::default()).unwrap(),
+        ));
         Self {
             fault,
-            retry: cfg.retry.clone().unwrap_or_else(RetryConfig::off),
-            cfg,
+            spec: Spec {
+                key: KEY,
+                method: "GET",
+                has_key: false,
+                cfg: call_cfg,
+                prefer_cache: false,
+            },
             clients,
             calls: Vec::new(),
             events: BinaryHeap::new(),
@@ -177,12 +174,7 @@ impl Sim {
                 .copied()
                 .max()
                 .unwrap_or(0),
-            breaker_opens: self
-                .clients
-                .iter()
-                .filter_map(|c| c.breakers.as_ref())
-                .map(Breakers::opens)
-                .sum(),
+            breaker_opens: self.clients.iter().map(|g| g.stats.breaker_opens).sum(),
             recovery_s,
             fault_attempts_per_s: self.attempts_per_s[OUTAGE_START_S..OUTAGE_END_S].to_vec(),
             fault_ok: self.ok_per_s[OUTAGE_START_S..OUTAGE_END_S].iter().sum(),
@@ -199,32 +191,38 @@ impl Sim {
         if in_outage(now) {
             self.outage.requests += 1;
         }
+        let state = self.clients[client].start(self.spec, now);
         self.calls.push(Call {
             client,
             started_s: second(now),
-            deadline: Deadline::new(now, self.cfg.deadline_ms),
-            backoff: Backoff::from_config(&self.retry),
-            attempts: 0,
-            permit: None,
+            state,
+            sent: None,
         });
         self.attempt(self.calls.len() - 1, now);
     }
 
+    /// The engine's steps before an attempt: admit (again after a wait), a
+    /// slot, begin.
     fn attempt(&mut self, id: usize, now: f64) {
         let coin = self.rng.next();
         let call = &mut self.calls[id];
-        let client = &mut self.clients[call.client];
-        call.permit = match client.breakers.as_mut().map(|b| b.acquire(KEY, now, coin)) {
-            Some(Err(_retry_in_ms)) => return,
-            Some(Ok(permit)) => Some(permit),
-            None => None,
+        let guard = &mut self.clients[call.client];
+        let admission = guard.admit(&mut call.state, now, false, coin);
+        drain(guard);
+        let permit = match admission {
+            Admission::Go(permit) => permit,
+            Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
+            // Refused (open breaker) or out of time: the call ends unsent.
+            Admission::Stop(_) => return,
+            Admission::Online => unreachable!("the simulated host is always online"),
         };
-        if call.attempts == 0 {
-            if let Some(b) = client.budget.as_mut() {
-                b.record_call(now);
-            }
-        }
-        call.attempts += 1;
+        // One call a second and attempts under 100 ms: never 6 in flight.
+        assert_eq!(guard.acquire_slot(), Acquire::Granted);
+        let Some(sent) = guard.begin(&mut call.state, permit, now) else {
+            let _ = guard.release_slot();
+            return;
+        };
+        call.sent = Some(sent);
         self.attempts_per_s[second(now)] += 1;
         if in_outage(now) {
             self.outage.attempts += 1;
@@ -247,47 +245,45 @@ impl Sim {
         self.at(now + latency, Event::Reply(id, reply));
     }
 
+    /// The attempt's answer, settled by the policy core.
     fn reply(&mut self, id: usize, reply: Reply, now: f64) {
-        let outcome = match reply {
-            Reply::Ok => Outcome::Status(200),
-            Reply::Unavailable => Outcome::Status(503),
-            Reply::Refused => Outcome::Network,
+        let end = match reply {
+            Reply::Ok => Ended::Success,
+            Reply::Unavailable => Ended::Status {
+                status: 503,
+                retry_after: None,
+                reset_ms: None,
+            },
+            Reply::Refused => Ended::Network { offline: false },
         };
         let rand01 = self.rng.next();
         let call = &mut self.calls[id];
-        let client = &mut self.clients[call.client];
-        if let (Some(b), Some(permit)) = (client.breakers.as_mut(), call.permit) {
-            b.record(
-                KEY,
-                permit,
-                sample(outcome, self.cfg.failure_statuses()),
-                now,
-            );
-        }
-        if reply == Reply::Ok {
-            self.ok_per_s[call.started_s] += 1;
-            return;
-        }
-        let input = RetryInput {
-            outcome,
-            attempts_made: call.attempts,
-            method: "GET",
-            has_idempotency_key: false,
-            retry_after_ms: None,
-            remaining_ms: call.deadline.remaining(now),
-        };
-        let Ok(wait) = plan_retry(&self.retry, &mut call.backoff, &input, rand01) else {
-            return;
-        };
-        if client.budget.as_mut().is_none_or(|b| b.try_retry(now)) {
-            if in_outage(now) {
-                self.outage.retries += 1;
+        let guard = &mut self.clients[call.client];
+        let _ = guard.release_slot();
+        let permit = call.sent.take().and_then(|s| s.permit);
+        let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
+        drain(guard);
+        match verdict {
+            Verdict::End => self.ok_per_s[call.started_s] += 1,
+            Verdict::Retry { delay_ms } => {
+                if in_outage(now) {
+                    self.outage.retries += 1;
+                }
+                self.at(now + delay_ms, Event::Attempt(id));
             }
-            self.at(now + wait, Event::Attempt(id));
-        } else if in_outage(now) {
-            self.outage.budget_denied += 1;
+            Verdict::Fail {
+                denied: RetryDenied::Budget,
+            } if in_outage(now) => self.outage.budget_denied += 1,
+            Verdict::Fail { .. } => {}
         }
     }
+}
+
+/// What the engine does after each decision: hear the breaker transitions
+/// (counted in the guard's stats) and the holds for other tabs.
+fn drain(guard: &mut Guard) {
+    let _ = guard.drain_transitions();
+    let _ = guard.drain_holds();
 }
 
 fn on_or_off<T>(on: bool) -> Toggle<T> {

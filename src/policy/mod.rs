@@ -7,17 +7,20 @@
 //! native unit tests, property tests and a virtual-time storm simulation
 //! (`tests/sim.rs`).
 //!
-//! The engine's order for one attempt: [`breaker::Breakers::acquire`], a
-//! [`limiter::Limiter`] slot, the attempt (bounded by
-//! [`deadline::Deadline::attempt_timeout`]), [`breaker::Breakers::record`]
-//! of [`classify::sample`], then [`classify::plan_retry`] and, only if that
-//! allows a retry, [`budget::RetryBudget::try_retry`].
+//! [`guard::Guard`] puts them together into the call loop's state machine,
+//! the one the wasm engine asks at every step: for one attempt,
+//! [`ratelimit::Limits::admit`] (holds, quotas), [`breaker::Breakers::acquire`],
+//! a [`limiter::Limiter`] slot, the attempt (bounded by the deadline),
+//! [`breaker::Breakers::record`] of [`classify::sample`], then
+//! [`classify::plan_retry`] and, only if that allows a retry,
+//! [`budget::RetryBudget::try_retry`].
 
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod classify;
 pub mod deadline;
+pub mod guard;
 pub mod latency;
 pub mod limiter;
 pub mod options;

@@ -7,6 +7,7 @@ use wasm_bindgen::JsValue;
 use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
+use crate::policy::guard::Spec;
 use crate::policy::options::CallConfig;
 
 /// Everything one logical call needs, fixed before its first attempt.
@@ -40,6 +41,17 @@ impl Call {
     /// alone, so they may share a flight and a default cache key.
     pub fn named_by_url(&self) -> bool {
         self.method == "GET" || self.method == "HEAD"
+    }
+
+    /// What the policy core's decisions need to know of the call.
+    pub fn spec(&self) -> Spec<'_> {
+        Spec {
+            key: &self.breaker_key,
+            method: &self.method,
+            has_key: self.has_key,
+            cfg: &self.cfg,
+            prefer_cache: self.prefer_cache,
+        }
     }
 }
 

@@ -18,6 +18,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortController, AbortSignal};
 
 use super::convert::get;
+use super::errors::{CallError, ErrorKind};
 use super::host::{clear_timeout, now_ms, set_timeout};
 
 /// Why a wait ended.
@@ -160,11 +161,10 @@ impl Cancel {
         }
     }
 
-    /// Counts an attempt about to be made; returns its number (1 for the first).
-    pub fn begin_attempt(&self) -> u32 {
-        let mut st = self.0.borrow_mut();
-        st.attempts += 1;
-        st.attempts
+    /// An attempt numbered `n` (1 for the first) is about to be made:
+    /// what a call sharing this one's flight reports as its attempts.
+    pub fn begin_attempt(&self, n: u32) {
+        self.0.borrow_mut().attempts = n;
     }
 
     /// Attempts begun so far.
@@ -193,6 +193,29 @@ impl Cancel {
         if let (true, Some(g)) = (cancelled, gate) {
             g.open(Wake::Cancelled);
         }
+    }
+
+    /// The AbortError of the cancelled call, carrying the signal's reason.
+    pub fn abort_error(&self) -> CallError {
+        let reason = match self.reason() {
+            Some(CancelReason::Caller(r)) => r,
+            Some(CancelReason::Closed) | None => JsValue::from_str("client closed"),
+        };
+        CallError::new(ErrorKind::Abort { reason })
+    }
+
+    /// Waits for `gate` (opened elsewhere: a freed slot, an event) for at
+    /// most `ms`, and no longer than the call lasts: the one wait of a call
+    /// on something other than a future. `_keep` (the listener that opens
+    /// the gate) lives as long as the wait.
+    pub async fn wait_on<K>(&self, gate: &Gate, ms: f64, _keep: K) -> Wake {
+        self.set_gate(Some(gate.clone()));
+        let wake = {
+            let _timer = gate_timer(gate, ms);
+            gate.wait().await
+        };
+        self.set_gate(None);
+        wake
     }
 
     /// Waits `ms`, or less if the call is cancelled first.

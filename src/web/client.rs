@@ -14,7 +14,7 @@ use super::call::{Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::{to_js, Obj};
 use super::crosstab::CrossTab;
-use super::engine::{Engine, Listener};
+use super::engine::Engine;
 use super::errors::CallError;
 use super::host::{instance_of, location_href, now_ms, parse_url, prototype_of, uuid_v4};
 use super::options::{
@@ -117,20 +117,17 @@ impl Client {
     }
 
     pub fn stats(&self) -> JsValue {
-        let st = self.engine.st.borrow();
+        let g = &self.engine.st.borrow().guard;
         // The counters as declared beside them; the gauges from the limiter.
-        let o = Obj(to_js(&st.stats).unchecked_into());
-        o.set("inFlight", st.limiter.in_flight())
-            .set("queued", st.limiter.queued())
-            .set("amplification", st.stats.amplification());
+        let o = Obj(to_js(&g.stats).unchecked_into());
+        o.set("inFlight", g.in_flight())
+            .set("queued", g.queued())
+            .set("amplification", g.stats.amplification());
         o.into_js()
     }
 
     pub fn breakers(&self) -> Array {
-        let snaps = match self.engine.st.borrow_mut().breakers.as_mut() {
-            Some(b) => b.snapshot(now_ms()),
-            None => Vec::new(),
-        };
+        let snaps = self.engine.st.borrow_mut().guard.snapshot(now_ms());
         snaps.iter().map(to_js).collect()
     }
 
@@ -142,19 +139,11 @@ impl Client {
         let func = listener
             .dyn_into::<js_sys::Function>()
             .map_err(|_| opt_err("listener", "must be a function").to_js())?;
-        let mut st = self.engine.st.borrow_mut();
-        st.next_key += 1;
-        let id = u32::try_from(st.next_key).unwrap_or(u32::MAX);
-        st.listeners.push(Listener {
-            id,
-            event: event.to_string(),
-            func,
-        });
-        Ok(id)
+        Ok(self.engine.on(event, func))
     }
 
     pub fn off(&self, id: u32) {
-        self.engine.st.borrow_mut().listeners.retain(|l| l.id != id);
+        self.engine.off(id);
     }
 
     /// Aborts in-flight calls and rejects queued ones; later calls reject.

@@ -20,6 +20,7 @@ use web_sys::{AbortSignal, Response};
 use super::cancel::{gate_timer, Cancel, CancelReason, Gate, OnAbort, Wake};
 use super::errors::{CallError, ErrorKind};
 use super::host::now_ms;
+use crate::policy::guard::Phase;
 
 type Outcome = Result<JsValue, JsValue>;
 
@@ -159,7 +160,9 @@ impl Flight {
             self.cancel.cancel(CancelReason::Caller(reason.clone()));
         }
         let kind = if wake == Wake::Timer {
-            ErrorKind::Timeout { phase: "deadline" }
+            ErrorKind::Timeout {
+                phase: Phase::Deadline,
+            }
         } else {
             ErrorKind::Abort { reason }
         };

@@ -13,25 +13,17 @@ use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
 use super::call::{Call, Mode, ResponseType};
-use super::cancel::{gate_timer, Alarm, Cancel, CancelReason, EventLink, Gate, OnAbort, Wake};
+use super::cancel::{Alarm, Cancel, CancelReason, Gate, OnAbort, Wake};
 use super::convert::to_js;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
-use super::errors::{CallError, ErrorKind};
-use super::fetch::{self, AttemptEnd, Decided};
-use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
+use super::host::{epoch_ms, now_ms};
 use super::storage::Memory;
 use super::vecmap::VecMap;
-use crate::policy::backoff::{parse_retry_after, Backoff};
-use crate::policy::breaker::{Breakers, Permit, State as BreakerState};
-use crate::policy::budget::RetryBudget;
-use crate::policy::classify::{plan_retry, sample, Outcome, RetryDenied, RetryInput, Sample};
-use crate::policy::deadline::Deadline;
-use crate::policy::latency::Latencies;
-use crate::policy::limiter::{Acquire, Limiter, WaiterId};
-use crate::policy::options::{BreakerConfig, ClientConfig, RetryConfig};
-use crate::policy::ratelimit::{Admit, Limits, Quota, Why};
-use crate::policy::stats::Stats;
+use crate::policy::breaker::State as BreakerState;
+use crate::policy::guard::Guard;
+use crate::policy::limiter::WaiterId;
+use crate::policy::options::ClientConfig;
 
 /// The object a listener receives (the JS `StormguardEvent`): `type` and
 /// `requestId` always, each other field only when the event carries it
@@ -74,28 +66,22 @@ pub struct Listener {
     pub func: Function,
 }
 
+/// The engine's mutable state: the policy core's, and what only the host
+/// side has (gates, cancel switches, listeners, shared flights).
 pub struct State {
-    pub stats: Stats,
-    pub budget: Option<RetryBudget>,
-    pub breakers: Option<Breakers>,
-    pub limiter: Limiter,
+    /// Every decision of the call loop, and the counters of `stats()`.
+    pub guard: Guard,
     /// Queued calls by waiter id: the gate a freed slot opens.
-    pub waiters: VecMap<WaiterId, Gate>,
+    waiters: VecMap<WaiterId, Gate>,
     /// Calls in progress, so `close()` can cancel them.
-    pub calls: VecMap<u64, Cancel>,
-    pub listeners: Vec<Listener>,
+    calls: VecMap<u64, Cancel>,
+    listeners: Vec<Listener>,
     /// Shared network calls in flight, by dedupe key.
-    pub flights: VecMap<String, Rc<Flight>>,
-    /// By breaker key: no attempt before a time (Retry-After cooldowns,
-    /// spent quotas), spacing while a quota is low.
-    pub limits: Limits,
-    /// Answer times by breaker key, for hedging at the p95.
-    pub latencies: Latencies,
-    /// The last request number (request ids count 1, 2, 3 ... per client).
-    pub next_id: u64,
-    /// The last internal key (of `calls` and `listeners`).
-    pub next_key: u64,
-    pub closed: bool,
+    flights: VecMap<String, Rc<Flight>>,
+    /// The last request number (request ids count 1, 2, 3 ... per client)
+    /// and the last internal key (of `calls` and `listeners`).
+    counters: (u64, u64),
+    closed: bool,
 }
 
 pub struct Engine {
@@ -113,27 +99,13 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(cfg: ClientConfig) -> Rc<Engine> {
-        let limiter = match &cfg.concurrency {
-            Some(c) => Limiter::new(c),
-            None => Limiter::unlimited(),
-        };
         let st = State {
-            stats: Stats::default(),
-            budget: cfg.budget.as_ref().map(RetryBudget::new),
-            breakers: cfg.breaker.clone().map(Breakers::new),
-            limiter,
+            guard: Guard::new(&cfg),
             waiters: VecMap::new(),
             calls: VecMap::new(),
             listeners: Vec::new(),
             flights: VecMap::new(),
-            limits: Limits::new(),
-            latencies: Latencies::new(
-                cfg.breaker
-                    .as_ref()
-                    .map_or(BreakerConfig::default().window_ms, |b| b.window_ms),
-            ),
-            next_id: 0,
-            next_key: 0,
+            counters: (0, 0),
             closed: false,
         };
         Rc::new_cyclic(|me| Engine {
@@ -148,8 +120,29 @@ impl Engine {
 
     pub fn next_id(&self) -> u64 {
         let mut st = self.st.borrow_mut();
-        st.next_id += 1;
-        st.next_id
+        st.counters.0 += 1;
+        st.counters.0
+    }
+
+    fn next_key(st: &mut State) -> u64 {
+        st.counters.1 += 1;
+        st.counters.1
+    }
+
+    /// Adds a listener of `event`; returns its id for [`Engine::off`].
+    pub fn on(&self, event: &str, func: Function) -> u32 {
+        let mut st = self.st.borrow_mut();
+        let id = u32::try_from(Engine::next_key(&mut st)).unwrap_or(u32::MAX);
+        st.listeners.push(Listener {
+            id,
+            event: event.to_string(),
+            func,
+        });
+        id
+    }
+
+    pub fn off(&self, id: u32) {
+        self.st.borrow_mut().listeners.retain(|l| l.id != id);
     }
 
     /// Calls `build` and every listener of `event`, only if there is one.
@@ -194,28 +187,38 @@ impl Engine {
         });
     }
 
-    /// Emits the breaker transitions the policy core recorded and, for this
-    /// tab's own (`share`), tells the other tabs.
-    fn flush_transitions(&self, request_id: &str, share: bool) {
-        let transitions = match self.st.borrow_mut().breakers.as_mut() {
-            Some(b) => b.drain_transitions(),
-            None => return,
+    /// Asks the policy core (for the call `request_id`), then does what its
+    /// answer asks of the host: breaker events, news for the other tabs.
+    pub(super) fn decide<R>(&self, request_id: &str, ask: impl FnOnce(&mut Guard) -> R) -> R {
+        let answer = ask(&mut self.st.borrow_mut().guard);
+        self.flush(request_id, true);
+        answer
+    }
+
+    /// Emits the breaker transitions the policy core recorded and sends the
+    /// holds it set; this tab's own transitions (`share`) go to the other
+    /// tabs too.
+    fn flush(&self, request_id: &str, share: bool) {
+        let (transitions, holds) = {
+            let g = &mut self.st.borrow_mut().guard;
+            (g.drain_transitions(), g.drain_holds())
         };
+        if let Some(x) = self.crosstab.get() {
+            for h in holds {
+                x.send(&Peer::Cooldown {
+                    key: h.key,
+                    until: epoch_ms() + h.wait_ms,
+                    quota: h.quota,
+                });
+            }
+        }
         if transitions.is_empty() {
             return;
         }
         let now = now_ms();
         for t in transitions {
-            if t.to == BreakerState::Open {
-                self.st.borrow_mut().stats.breaker_opens += 1;
-            }
             if let Some(x) = self.crosstab.get().filter(|_| share) {
-                let info = self
-                    .st
-                    .borrow()
-                    .breakers
-                    .as_ref()
-                    .and_then(|b| b.open_info(&t.key, now));
+                let info = self.st.borrow().guard.open_info(&t.key, now);
                 match (t.to, info) {
                     (BreakerState::Open, Some((left, period))) => x.send(&Peer::Open {
                         key: t.key.clone(),
@@ -247,9 +250,10 @@ impl Engine {
     fn arm_half_open(&self) {
         let next = {
             let st = self.st.borrow();
-            match st.breakers.as_ref() {
-                Some(b) if !st.closed => b.next_half_open(),
-                _ => None,
+            if st.closed {
+                None
+            } else {
+                st.guard.next_half_open()
             }
         };
         let mut slot = self.half_open.borrow_mut();
@@ -274,10 +278,7 @@ impl Engine {
         if self.st.borrow().closed {
             return;
         }
-        if let Some(b) = self.st.borrow_mut().breakers.as_mut() {
-            b.refresh(now_ms());
-        }
-        self.flush_transitions("", true);
+        self.decide("", |g| g.refresh(now_ms()));
         self.arm_half_open();
     }
 
@@ -285,240 +286,25 @@ impl Engine {
     pub fn apply_peer(&self, msg: Peer) {
         let (now, epoch) = (now_ms(), epoch_ms());
         {
-            let mut st = self.st.borrow_mut();
+            let g = &mut self.st.borrow_mut().guard;
             match msg {
-                Peer::Open { key, until, period } => {
-                    if let Some(b) = st.breakers.as_mut() {
-                        b.force_open(&key, now, until - epoch, period);
-                    }
-                }
-                Peer::Closed { key } => {
-                    if let Some(b) = st.breakers.as_mut() {
-                        b.force_close(&key, now);
-                    }
-                }
+                Peer::Open { key, until, period } => g.peer_open(&key, now, until - epoch, period),
+                Peer::Closed { key } => g.peer_closed(&key, now),
                 Peer::Cooldown { key, until, quota } => {
-                    // No longer than this client would wait itself.
-                    let until = now + (until - epoch).min(self.hold_cap());
-                    let why = if quota { Why::Quota } else { Why::Peer };
-                    st.limits.hold(&key, until, why, now);
+                    g.peer_hold(&key, until - epoch, quota, now)
                 }
             }
         }
-        self.flush_transitions("", false);
-    }
-
-    /// The longest hold this client sets or accepts: `maxRetryAfterMs`.
-    fn hold_cap(&self) -> f64 {
-        self.cfg.retry.as_ref().map_or_else(
-            || RetryConfig::default().max_retry_after_ms,
-            |r| r.max_retry_after_ms,
-        )
-    }
-
-    /// Retry-After for `key`: this client's other calls and the other tabs
-    /// make no attempt to it before `wait_ms` has passed.
-    fn cooldown(&self, key: &str, wait_ms: f64) {
-        let now = now_ms();
-        self.st
-            .borrow_mut()
-            .limits
-            .hold(key, now + wait_ms, Why::RetryAfter, now);
-        self.tell_tabs(key, wait_ms, false);
-    }
-
-    /// Tells the other tabs to hold `key` for `wait_ms` (a spent `quota`,
-    /// or Retry-After).
-    fn tell_tabs(&self, key: &str, wait_ms: f64, quota: bool) {
-        if let Some(x) = self.crosstab.get() {
-            x.send(&Peer::Cooldown {
-                key: key.to_owned(),
-                until: epoch_ms() + wait_ms,
-                quota,
-            });
-        }
-    }
-
-    /// Waits out a cooldown of the call's key and, while its quota is low,
-    /// for its turn; fails at once with CircuitOpenError when the wait
-    /// outlasts the deadline. Returns the time after the wait (`now` itself
-    /// when there was none).
-    async fn respect_cooldown(
-        &self,
-        call: &Call,
-        deadline: &Deadline,
-        mut now: f64,
-    ) -> Result<f64, CallError> {
-        // One event per reason, not one per look.
-        let mut told: Option<Why> = None;
-        while let Some(wait) = self.admit(call, deadline, now, &mut told)? {
-            if call.cancel.sleep(wait).await == Wake::Cancelled {
-                return Err(abort_error(&call.cancel));
-            }
-            now = now_ms();
-        }
-        Ok(now)
-    }
-
-    /// One look at the call's key: None to go now, or how long to wait
-    /// (announced by a 'wait' event unless `told` of that reason already).
-    /// Out of line: kept out of the call loop's state machine.
-    #[inline(never)]
-    fn admit(
-        &self,
-        call: &Call,
-        deadline: &Deadline,
-        now: f64,
-        told: &mut Option<Why>,
-    ) -> Result<Option<f64>, CallError> {
-        // schema() fails over at once, but not on the cooldown its own
-        // last answer set (its planned retry waits exactly that long, and
-        // a timer may fire a hair early).
-        let fail_fast = call.prefer_cache && call.cancel.attempts() == 0;
-        let max_wait = if fail_fast {
-            0.0
-        } else {
-            deadline.remaining(now)
-        };
-        let admit = self.st.borrow_mut().limits.admit(
-            &call.breaker_key,
-            now,
-            max_wait,
-            call.cfg.rate_limit,
-        );
-        let (wait, why) = match admit {
-            Admit::Now => return Ok(None),
-            Admit::Wait { ms, why } => (ms, why),
-            Admit::Refuse { ms, .. } => {
-                return Err(CallError::new(ErrorKind::CircuitOpen {
-                    key: call.breaker_key.clone(),
-                    retry_in_ms: ms,
-                }))
-            }
-        };
-        if *told != Some(why) {
-            *told = Some(why);
-            self.emit_call("wait", call, call.cancel.attempts() + 1, &|o| {
-                o.delay_ms = Some(wait);
-                o.reason = Some(why.as_str());
-                o.key = Some(&call.breaker_key);
-            });
-        }
-        Ok(Some(wait))
-    }
-
-    /// What an answer to the call announced of its key's quota (the call
-    /// obeys rate limits); a quota spent is told to the other tabs.
-    #[inline(never)]
-    pub(super) fn observe_quota(&self, call: &Call, quota: Option<&Quota>) {
-        let (now, cap) = (now_ms(), self.hold_cap());
-        let held = self
-            .st
-            .borrow_mut()
-            .limits
-            .observe(&call.breaker_key, quota, now, cap);
-        if let Some(until) = held {
-            self.tell_tabs(&call.breaker_key, until - now, true);
-        }
-    }
-
-    fn breaker_acquire(&self, call: &Call, now: f64) -> Result<Option<Permit>, f64> {
-        let res = match self.st.borrow_mut().breakers.as_mut() {
-            Some(b) => b.acquire(&call.breaker_key, now, rand01()).map(Some),
-            None => return Ok(None),
-        };
-        self.flush_transitions(&call.request_id, true);
-        res
-    }
-
-    pub(super) fn breaker_record(&self, call: &Call, permit: Option<Permit>, s: Sample) {
-        let Some(permit) = permit else { return };
-        if let Some(b) = self.st.borrow_mut().breakers.as_mut() {
-            b.record(&call.breaker_key, permit, s, now_ms());
-        }
-        self.flush_transitions(&call.request_id, true);
-    }
-
-    /// Takes a concurrency slot, waiting FIFO if need be. The wait ends at
-    /// the deadline or when the call is cancelled.
-    async fn acquire_slot(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
-        let acquired = self.st.borrow_mut().limiter.try_acquire();
-        let id = match acquired {
-            Acquire::Granted => return Ok(()),
-            Acquire::Full => {
-                self.st.borrow_mut().stats.queue_rejected += 1;
-                return Err(CallError::new(ErrorKind::QueueFull));
-            }
-            Acquire::Queued(id) => id,
-        };
-        let gate = Gate::new();
-        self.st.borrow_mut().waiters.insert(id, gate.clone());
-        call.cancel.set_gate(Some(gate.clone()));
-        let wake = {
-            let _timer = gate_timer(&gate, deadline.remaining(now_ms()));
-            gate.wait().await
-        };
-        call.cancel.set_gate(None);
-        let granted_meanwhile = {
-            let mut st = self.st.borrow_mut();
-            st.waiters.remove(&id);
-            wake != Wake::Granted && !st.limiter.cancel(id)
-        };
-        match wake {
-            Wake::Granted => Ok(()),
-            other => {
-                if granted_meanwhile {
-                    // The slot reached us as we gave up: pass it on.
-                    self.release_slot();
-                }
-                Err(if other == Wake::Timer {
-                    CallError::new(ErrorKind::Timeout { phase: "queue" })
-                } else {
-                    abort_error(&call.cancel)
-                })
-            }
-        }
-    }
-
-    /// While the host is offline no attempt is made: the call waits for the
-    /// `online` event within its deadline (or, with `waitForOnline: false`,
-    /// fails at once with an offline NetworkError).
-    async fn wait_online(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
-        let offline_error = |denied: Option<RetryDenied>| {
-            let mut e = CallError::new(ErrorKind::Network {
-                cause: JsValue::UNDEFINED,
-                offline: true,
-            });
-            e.retry_denied = denied;
-            e
-        };
-        let target = match global_target() {
-            Some(t) if call.cfg.wait_for_online && !call.prefer_cache => t,
-            _ => return Err(offline_error(None)),
-        };
-        let gate = Gate::new();
-        call.cancel.set_gate(Some(gate.clone()));
-        let wake = {
-            let g = gate.clone();
-            let _online = EventLink::once(&target, "online", move || g.open(Wake::Done));
-            let _timer = gate_timer(&gate, deadline.remaining(now_ms()));
-            gate.wait().await
-        };
-        call.cancel.set_gate(None);
-        match wake {
-            Wake::Cancelled => Err(abort_error(&call.cancel)),
-            Wake::Timer => Err(offline_error(Some(RetryDenied::Deadline))),
-            _ => Ok(()),
-        }
+        self.flush("", false);
     }
 
     /// Frees a slot; if a call is queued, the slot goes straight to it.
     pub fn release_slot(&self) {
         loop {
             let next = {
-                let mut st = self.st.borrow_mut();
-                st.limiter
-                    .release()
+                let st = &mut *self.st.borrow_mut();
+                st.guard
+                    .release_slot()
                     .map(|id| st.waiters.remove(&id).ok_or(id))
             };
             match next {
@@ -533,224 +319,17 @@ impl Engine {
         }
     }
 
-    /// Runs a call to its end: resolves with the value of its last attempt
-    /// or rejects with a descriptor of the reason it stopped.
-    pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
-        let deadline = Deadline::new(now_ms(), call.cfg.deadline_ms);
-        self.st.borrow_mut().stats.requests += 1;
-        let result = self.attempts(call, &deadline).await;
-        result.map_err(|e| {
-            let attempts = call.cancel.attempts();
-            let e = e.stamped(&call.request_id, attempts, deadline.elapsed(now_ms()));
-            self.st.borrow_mut().stats.failures += 1;
-            self.emit_call("giveUp", call, attempts, &|o| {
-                o.elapsed_ms = Some(e.elapsed_ms);
-                o.status = e.status();
-                o.error_name = Some(e.name());
-            });
-            e.to_js()
-        })
+    /// Parks a queued call's gate until a freed slot opens it.
+    pub(super) fn park(&self, id: WaiterId, gate: Gate) {
+        self.st.borrow_mut().waiters.insert(id, gate);
     }
 
-    async fn attempts(&self, call: &Call, deadline: &Deadline) -> Result<JsValue, CallError> {
-        let retry = call.cfg.retry.clone().unwrap_or_else(RetryConfig::off);
-        let mut backoff = Backoff::from_config(&retry);
-        // The error a retry was planned after: if the deadline passes before
-        // the retry can start (a timer that fired late), the call ends with
-        // it, as the planner would have, not with a bare TimeoutError.
-        let mut last: Option<CallError> = None;
-        let out_of_time = |last: Option<CallError>| match last {
-            Some(mut e) => {
-                e.retry_denied = Some(RetryDenied::Deadline);
-                e
-            }
-            None => CallError::new(ErrorKind::Timeout { phase: "deadline" }),
-        };
-        loop {
-            if call.cancel.is_cancelled() {
-                return Err(abort_error(&call.cancel));
-            }
-            let mut now = now_ms();
-            if deadline.expired(now) {
-                return Err(out_of_time(last));
-            }
-            if is_offline() {
-                self.wait_online(call, deadline).await?;
-                now = now_ms();
-            }
-            let now = self.respect_cooldown(call, deadline, now).await?;
-            let circuit_open = |retry_in_ms| {
-                CallError::new(ErrorKind::CircuitOpen {
-                    key: call.breaker_key.clone(),
-                    retry_in_ms,
-                })
-            };
-            let permit = self.breaker_acquire(call, now).map_err(circuit_open)?;
-            // One half-open probe across all tabs: the others stay open. The
-            // lock may answer late: the wait ends on abort and deadline too.
-            let _probe_lock = match (permit, self.crosstab.get()) {
-                (Some(Permit::Probe), Some(x)) => {
-                    let lock = x.probe_lock(&call.breaker_key);
-                    match call.cancel.within(deadline.remaining(now), lock).await {
-                        Ok(Some(lock)) => Some(lock),
-                        waited => {
-                            self.breaker_record(call, permit, Sample::Ignored);
-                            return Err(match waited {
-                                Err(Wake::Cancelled) => abort_error(&call.cancel),
-                                Err(_) => out_of_time(last),
-                                Ok(_) => circuit_open(0.0),
-                            });
-                        }
-                    }
-                }
-                _ => None,
-            };
-            if let Err(e) = self.acquire_slot(call, deadline).await {
-                self.breaker_record(call, permit, Sample::Ignored);
-                return Err(e);
-            }
-            // A slot (or a cooldown) that came right at the deadline: no
-            // attempt with nothing left to run in.
-            if deadline.expired(now_ms()) {
-                self.release_slot();
-                self.breaker_record(call, permit, Sample::Ignored);
-                return Err(out_of_time(last));
-            }
-            let Decided {
-                end,
-                permit,
-                phase,
-                quota,
-            } = self.round(call, deadline, permit, &retry).await;
-            let attempt = call.cancel.attempts();
-            let answered = matches!(
-                end,
-                AttemptEnd::Done(_) | AttemptEnd::Parse(_) | AttemptEnd::Status { .. }
-            );
-            if call.cfg.rate_limit && answered {
-                self.observe_quota(call, quota.as_ref());
-            }
-
-            let failure_statuses = self.cfg.failure_statuses();
-            let (outcome, mut err, response, retry_after) = match end {
-                AttemptEnd::Done(v) => {
-                    self.breaker_record(call, permit, Sample::Success);
-                    return Ok(v);
-                }
-                AttemptEnd::Parse(cause) => {
-                    // The server answered: not a breaker failure.
-                    self.breaker_record(call, permit, Sample::Success);
-                    return Err(CallError::new(ErrorKind::Parse { cause }));
-                }
-                AttemptEnd::Cancelled => {
-                    self.breaker_record(call, permit, Sample::Ignored);
-                    return Err(abort_error(&call.cancel));
-                }
-                AttemptEnd::Timeout => {
-                    self.st.borrow_mut().stats.timeouts += 1;
-                    self.emit_call("timeout", call, attempt, &|o| {
-                        o.elapsed_ms = Some(deadline.elapsed(now_ms()));
-                    });
-                    let e = CallError::new(ErrorKind::Timeout { phase });
-                    (Outcome::Timeout, e, None, None)
-                }
-                AttemptEnd::Network(cause) => {
-                    let offline = is_offline();
-                    let e = CallError::new(ErrorKind::Network { cause, offline });
-                    (Outcome::Network, e, None, None)
-                }
-                AttemptEnd::Status {
-                    status,
-                    status_text,
-                    retry_after,
-                    reset_ms,
-                    response,
-                    body,
-                } => {
-                    let e = CallError::new(ErrorKind::Http {
-                        status,
-                        status_text,
-                        body,
-                    });
-                    // A Retry-After present decides, even malformed; without
-                    // one, the rate-limit reset (ky's reading).
-                    let ra = if retry.retry_after && (status == 429 || status == 503) {
-                        match retry_after {
-                            Some(v) => parse_retry_after(&v, epoch_ms()),
-                            None => reset_ms,
-                        }
-                    } else {
-                        None
-                    };
-                    // Only a wait this client honours holds its other calls
-                    // (and the other tabs) back; one beyond maxRetryAfterMs
-                    // just ends this call.
-                    if let Some(wait) = ra.filter(|w| *w <= retry.max_retry_after_ms) {
-                        self.cooldown(&call.breaker_key, wait);
-                    }
-                    (Outcome::Status(status), e, Some(response), ra)
-                }
-            };
-            // A request that failed because the device went offline says
-            // nothing about the server.
-            let offline = matches!(err.kind, ErrorKind::Network { offline: true, .. });
-            let s = if offline {
-                Sample::Ignored
-            } else {
-                sample(outcome, failure_statuses)
-            };
-            self.breaker_record(call, permit, s);
-
-            let now = now_ms();
-            let input = RetryInput {
-                outcome,
-                attempts_made: attempt,
-                method: &call.method,
-                has_idempotency_key: call.has_key,
-                retry_after_ms: retry_after,
-                remaining_ms: deadline.remaining(now),
-            };
-            let verdict = plan_retry(&retry, &mut backoff, &input, rand01()).and_then(|delay| {
-                let mut st = self.st.borrow_mut();
-                let allowed = st.budget.as_mut().is_none_or(|b| b.try_retry(now));
-                if allowed {
-                    Ok(delay)
-                } else {
-                    st.stats.budget_denied += 1;
-                    Err(RetryDenied::Budget)
-                }
-            });
-            let delay = match verdict {
-                Ok(delay) => delay,
-                Err(denied) => {
-                    // fetch() resolves with the final Response whatever its status.
-                    if let (Mode::Fetch, Some(resp)) = (call.mode, response) {
-                        return Ok(resp);
-                    }
-                    err.retry_denied = Some(denied);
-                    return Err(err);
-                }
-            };
-            if let Some(resp) = &response {
-                fetch::discard(resp);
-            }
-            self.st.borrow_mut().stats.retries += 1;
-            self.emit_call("retry", call, attempt, &|o| {
-                o.delay_ms = Some(delay);
-                o.status = err.status();
-                o.error_name = Some(err.name());
-            });
-            // fetch() resolves with a final Response, never rejects with an
-            // HttpError: its deadline stays a TimeoutError.
-            let http_from_fetch = matches!(
-                (call.mode, &err.kind),
-                (Mode::Fetch, ErrorKind::Http { .. })
-            );
-            last = (!http_from_fetch).then_some(err);
-            if call.cancel.sleep(delay).await == Wake::Cancelled {
-                return Err(abort_error(&call.cancel));
-            }
-        }
+    /// The queued call `id` stops waiting: `true` when its slot was granted
+    /// meanwhile (it must then be released).
+    pub(super) fn unpark(&self, id: WaiterId, granted: bool) -> bool {
+        let mut st = self.st.borrow_mut();
+        st.waiters.remove(&id);
+        !granted && !st.guard.leave_queue(id)
     }
 
     /// Runs a call to its end as its caller sees it: refused once the
@@ -781,11 +360,7 @@ impl Engine {
             .filter(|f| !f.cancel.is_cancelled())
             .cloned();
         if let Some(f) = joined {
-            {
-                let mut st = self.st.borrow_mut();
-                st.stats.requests += 1;
-                st.stats.deduped += 1;
-            }
+            self.st.borrow_mut().guard.joined();
             // A joiner's own deadline still holds; the first caller's is
             // the network call's.
             me.deadline_ms = Some(call.cfg.deadline_ms);
@@ -832,12 +407,11 @@ impl Engine {
         let id;
         {
             let mut st = self.st.borrow_mut();
-            st.next_key += 1;
-            id = st.next_key;
+            id = Engine::next_key(&mut st);
             if st.closed {
                 drop(st);
                 call.cancel.cancel(CancelReason::Closed);
-                return Err(abort_error(&call.cancel).to_js());
+                return Err(call.cancel.abort_error().to_js());
             }
             st.calls.insert(id, call.cancel.clone());
         }
@@ -866,13 +440,4 @@ impl Engine {
             c.cancel(CancelReason::Closed);
         }
     }
-}
-
-/// The AbortError for a cancelled call, carrying the signal's reason.
-pub fn abort_error(cancel: &Cancel) -> CallError {
-    let reason = match cancel.reason() {
-        Some(CancelReason::Caller(r)) => r,
-        Some(CancelReason::Closed) | None => JsValue::from_str("client closed"),
-    };
-    CallError::new(ErrorKind::Abort { reason })
 }

@@ -6,12 +6,13 @@ use wasm_bindgen::prelude::*;
 
 use super::convert::Obj;
 use crate::policy::classify::RetryDenied;
+use crate::policy::guard::Phase;
 use crate::policy::options::OptionsError;
 use crate::text::{cat, decimal};
 
 pub enum ErrorKind {
     Timeout {
-        phase: &'static str,
+        phase: Phase,
     },
     Abort {
         reason: JsValue,
@@ -51,6 +52,12 @@ pub struct CallError {
 impl CallError {
     /// The error as its caller sees it: whose call, after how many
     /// attempts and how long.
+    /// The error of an attempt that was not retried, and why not.
+    pub fn denied(mut self, why: RetryDenied) -> CallError {
+        self.retry_denied = Some(why);
+        self
+    }
+
     pub fn stamped(mut self, request_id: &str, attempts: u32, elapsed_ms: f64) -> CallError {
         self.request_id = request_id.to_owned();
         self.attempts = attempts;
@@ -98,10 +105,10 @@ impl CallError {
 
     fn message(&self) -> String {
         match &self.kind {
-            ErrorKind::Timeout { phase } => match *phase {
-                "queue" => "deadline passed while waiting for a concurrency slot".into(),
-                "deadline" => "call deadline exceeded".into(),
-                _ => "attempt timed out".into(),
+            ErrorKind::Timeout { phase } => match phase {
+                Phase::Queue => "deadline passed while waiting for a concurrency slot".into(),
+                Phase::Deadline => "call deadline exceeded".into(),
+                Phase::Attempt => "attempt timed out".into(),
             },
             ErrorKind::Abort { .. } => "call aborted".into(),
             ErrorKind::Network { offline: true, .. } => "offline: no network".into(),
@@ -135,7 +142,7 @@ impl CallError {
         }
         match &self.kind {
             ErrorKind::Timeout { phase } => {
-                o.set("phase", *phase);
+                o.set("phase", phase.as_str());
             }
             ErrorKind::Abort { reason } => {
                 o.set("reason", reason.clone());

@@ -12,12 +12,14 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, RequestInit};
 
 use super::call::{Call, Mode, ResponseType, Target};
-use super::cancel::{Alarm, Either, Race, Stop};
+use super::cancel::{Alarm, Cancel, Either, Race, Stop};
 use super::convert::get;
+use super::errors::{CallError, ErrorKind};
 use super::host::{
     assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
 use super::task::settle;
+use crate::policy::guard::{Attempt, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
 
@@ -96,13 +98,48 @@ pub enum AttemptEnd {
     Parse(JsValue),
 }
 
+impl AttemptEnd {
+    /// The value a call resolves with (a 2xx), or the error this attempt
+    /// ends it with and, for a status, its Response (`fetch()` resolves
+    /// with the last one). `phase`: the timeout the attempt ran under;
+    /// `offline`: the host reported no network after a network error;
+    /// `cancel`: the call's, whose reason an abort carries.
+    pub fn into_result(
+        self,
+        cancel: &Cancel,
+        phase: Phase,
+        offline: bool,
+    ) -> Result<JsValue, (CallError, Option<JsValue>)> {
+        let kind = match self {
+            AttemptEnd::Done(v) => return Ok(v),
+            AttemptEnd::Parse(cause) => ErrorKind::Parse { cause },
+            AttemptEnd::Cancelled => return Err((cancel.abort_error(), None)),
+            AttemptEnd::Timeout => ErrorKind::Timeout { phase },
+            AttemptEnd::Network(cause) => ErrorKind::Network { cause, offline },
+            AttemptEnd::Status {
+                status,
+                status_text,
+                response,
+                body,
+                ..
+            } => {
+                let e = CallError::new(ErrorKind::Http {
+                    status,
+                    status_text,
+                    body,
+                });
+                return Err((e, Some(response)));
+            }
+        };
+        Err((CallError::new(kind), None))
+    }
+}
+
 /// The attempt that decides a round of attempts (one, or more with hedges),
-/// with its breaker permit and the timeout phase it ran under.
+/// as it was sent, and what its answer announced of the rate limit.
 pub struct Decided {
     pub end: AttemptEnd,
-    pub permit: Option<crate::policy::breaker::Permit>,
-    pub phase: &'static str,
-    /// What the deciding answer announced of the rate limit.
+    pub send: Attempt,
     pub quota: Option<Quota>,
 }
 

@@ -11,6 +11,7 @@ mod client;
 mod convert;
 mod crosstab;
 mod dedupe;
+mod driver;
 mod engine;
 mod errors;
 mod fetch;

@@ -127,7 +127,7 @@ pub async fn run(
                 return Ok(result(value, "network", None, None));
             }
             Err(cause) => {
-                engine.st.borrow_mut().stats.failures += 1;
+                engine.st.borrow_mut().guard.failed();
                 let e = CallError::new(ErrorKind::Parse { cause });
                 let d = e.stamped(&request_id, 0, now_ms() - started).to_js();
                 let _ = js_sys::Reflect::set(
@@ -152,7 +152,7 @@ pub async fn run(
         None => (JsValue::UNDEFINED, "none", None),
     };
     if source != "none" {
-        engine.st.borrow_mut().stats.fallbacks += 1;
+        engine.st.borrow_mut().guard.stats.fallbacks += 1;
         let name = error_name(&error).unwrap_or_default();
         engine.emit("fallback", &request_id, &|ev| {
             ev.method = Some(&method);

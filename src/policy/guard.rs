@@ -1,0 +1,1048 @@
+//! The call loop's decisions, as one sans-IO state machine.
+//!
+//! Why: which attempt goes out, into which slot, whether a failure is
+//! retried and after how long, what the breaker learns and which error a
+//! call ends with are the decisions that make or stop a retry storm. Here
+//! they are plain values: the web engine (`src/web/engine.rs`) asks
+//! [`Guard`] at each step and does only the I/O (fetch, timers, aborts,
+//! events, other tabs), and `tests/sim.rs` drives this same code through
+//! outages and brownouts in virtual time, so the simulation proves the
+//! shipped loop and not a copy of it.
+//!
+//! One call, as the engine drives it:
+//!
+//! 1. [`Guard::start`] gives the call its [`CallState`] (deadline, backoff).
+//! 2. [`Guard::admit`] until it answers [`Admission::Go`]: it stops a call
+//!    whose deadline passed, waits out an offline host, a Retry-After hold
+//!    or a spent quota ([`Admission::Wait`]), or refuses (open breaker, a
+//!    hold beyond the deadline).
+//! 3. A concurrency slot: [`Guard::acquire_slot`] (the queue wait is the
+//!    engine's; [`Guard::leave_queue`], [`Guard::release_slot`]).
+//! 4. [`Guard::begin`]: the attempt's number, timeout and phase, or a stop
+//!    when the slot came right at the deadline.
+//! 5. While it runs, hedges ([`Guard::hedge_due`], [`Guard::hedge`]) and
+//!    failed hedge legs ([`Guard::leg_failed`]); [`Guard::decides`] says
+//!    which end settles the round.
+//! 6. [`Guard::settle`]: the breaker sample, the rate-limit fields, a
+//!    Retry-After hold, then [`Verdict::Retry`] after a delay (back to 2) or
+//!    the end of the call.
+//!
+//! Time (`now`, `epoch`) and randomness (`rand01`) are arguments. Breaker
+//! transitions and holds other tabs must hear of queue up until the engine
+//! drains them ([`Guard::drain_transitions`], [`Guard::drain_holds`]).
+//! Tested below, and at scale in `tests/sim.rs`.
+
+use super::backoff::{parse_retry_after, Backoff};
+use super::breaker::{Breakers, Permit, Snapshot, State as BreakerState, Transition};
+use super::budget::RetryBudget;
+use super::classify::Sample;
+use super::classify::{method_may_retry, plan_retry, sample, Outcome, RetryDenied, RetryInput};
+use super::deadline::Deadline;
+use super::latency::Latencies;
+use super::limiter::{Acquire, Limiter, WaiterId};
+use super::options::{
+    BreakerConfig, CallConfig, ClientConfig, HedgeAfter, HedgeConfig, RetryConfig, DEFAULT_STATUSES,
+};
+use super::ratelimit::{Admit, Limits, Quota, Why};
+use super::stats::Stats;
+
+/// What the decisions need to know of one call, borrowed from the engine's.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec<'a> {
+    /// The breaker key (also the key of holds, quotas and latencies).
+    pub key: &'a str,
+    pub method: &'a str,
+    /// The call carries an idempotency key: any method may be replayed.
+    pub has_key: bool,
+    pub cfg: &'a CallConfig,
+    /// `schema()`: an offline host or a hold fails the call at once (the
+    /// cache answers) instead of waiting.
+    pub prefer_cache: bool,
+}
+
+/// One call's progress through the loop.
+#[derive(Debug, Clone)]
+pub struct CallState<'a> {
+    pub spec: Spec<'a>,
+    pub deadline: Deadline,
+    retry: RetryConfig,
+    backoff: Backoff,
+    attempts: u32,
+    /// The reason of the last `Wait` announced: one event per reason.
+    told: Option<Why>,
+}
+
+impl CallState<'_> {
+    /// Attempts sent so far, hedges included.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+}
+
+/// Why a call stops before an attempt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// The deadline passed: the call ends with the failure its last retry
+    /// was planned after (`retryDenied: 'deadline'`), or a TimeoutError.
+    Deadline,
+    /// The host is offline and the call may not wait for it.
+    Offline,
+    /// An open breaker, every probe slot taken, or a hold (Retry-After, a
+    /// spent quota) beyond what the call may wait: CircuitOpenError.
+    CircuitOpen { retry_in_ms: f64 },
+}
+
+/// [`Guard::admit`]'s answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Admission {
+    /// Attempt: take a slot. With `Some(Permit::Probe)` the attempt is the
+    /// breaker's half-open probe (one across tabs, where they share).
+    Go(Option<Permit>),
+    /// Wait for the host to come online (within the deadline), then ask again.
+    Online,
+    /// Wait `ms`, then ask again; `announce` when this reason is new to the
+    /// call (a `wait` event).
+    Wait {
+        ms: f64,
+        why: Why,
+        announce: bool,
+    },
+    Stop(Stop),
+}
+
+/// Under which timeout an attempt runs (`TimeoutError.phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// `timeoutMs`.
+    Attempt,
+    /// What was left of `deadlineMs`, shorter than `timeoutMs`.
+    Deadline,
+    /// The wait for a concurrency slot reached the deadline.
+    Queue,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Attempt => "attempt",
+            Phase::Deadline => "deadline",
+            Phase::Queue => "queue",
+        }
+    }
+}
+
+/// An attempt to send now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Attempt {
+    /// 1 for the first attempt; hedges count too.
+    pub attempt: u32,
+    pub permit: Option<Permit>,
+    pub timeout_ms: f64,
+    pub phase: Phase,
+    pub started_ms: f64,
+    pub elapsed_ms: f64,
+    pub remaining_ms: f64,
+}
+
+/// How an attempt ended, as far as the decisions care.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ended<'a> {
+    /// A 2xx, read.
+    Success,
+    /// A 2xx whose body did not parse: the server answered.
+    Parse,
+    /// The caller aborted (or the client closed).
+    Cancelled,
+    Timeout,
+    /// `offline`: the host went offline, which says nothing of the server.
+    Network {
+        offline: bool,
+    },
+    /// A non-2xx answer. `retry_after`: the header, when present (it
+    /// decides even malformed); `reset_ms`: the rate-limit reset, the wait
+    /// of a 429/503 without one.
+    Status {
+        status: u16,
+        retry_after: Option<&'a str>,
+        reset_ms: Option<f64>,
+    },
+}
+
+impl Ended<'_> {
+    /// The server answered (its rate-limit fields are news).
+    pub fn answered(&self) -> bool {
+        matches!(self, Ended::Success | Ended::Parse | Ended::Status { .. })
+    }
+}
+
+/// [`Guard::settle`]'s answer for the attempt that decides a round.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// The call ends with this attempt as it is: success, parse error,
+    /// abort.
+    End,
+    /// Try again after `delay_ms` (a `retry` event); counted as a retry.
+    Retry { delay_ms: f64 },
+    /// The call fails with this attempt's error, not retried because of
+    /// `denied`.
+    Fail { denied: RetryDenied },
+}
+
+/// A hold the other tabs should respect too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    pub key: String,
+    pub wait_ms: f64,
+    /// A spent quota (binds only calls that obey rate limits), or a
+    /// Retry-After.
+    pub quota: bool,
+}
+
+/// Everything one client decides with: budget, breakers, limiter, holds,
+/// latencies and the counters of `stats()`.
+#[derive(Debug)]
+pub struct Guard {
+    pub stats: Stats,
+    budget: Option<RetryBudget>,
+    breakers: Option<Breakers>,
+    limiter: Limiter,
+    limits: Limits,
+    latencies: Latencies,
+    failure_statuses: Vec<u16>,
+    /// The longest hold this client sets or accepts: `maxRetryAfterMs`.
+    hold_cap: f64,
+    holds: Vec<Hold>,
+}
+
+impl Guard {
+    pub fn new(cfg: &ClientConfig) -> Guard {
+        let retry = cfg.retry.clone().unwrap_or_default();
+        Guard {
+            stats: Stats::default(),
+            budget: cfg.budget.as_ref().map(RetryBudget::new),
+            breakers: cfg.breaker.clone().map(Breakers::new),
+            limiter: cfg
+                .concurrency
+                .as_ref()
+                .map_or_else(Limiter::unlimited, Limiter::new),
+            limits: Limits::new(),
+            latencies: Latencies::new(
+                cfg.breaker
+                    .as_ref()
+                    .map_or(BreakerConfig::default().window_ms, |b| b.window_ms),
+            ),
+            failure_statuses: cfg
+                .retry
+                .as_ref()
+                .map_or(DEFAULT_STATUSES.to_vec(), |r| r.statuses.clone()),
+            hold_cap: retry.max_retry_after_ms,
+            holds: Vec::new(),
+        }
+    }
+
+    /// A new call: counted, its deadline starting `now`.
+    pub fn start<'a>(&mut self, spec: Spec<'a>, now: f64) -> CallState<'a> {
+        self.stats.requests += 1;
+        let retry = spec.cfg.retry.clone().unwrap_or_else(RetryConfig::off);
+        CallState {
+            spec,
+            deadline: Deadline::new(now, spec.cfg.deadline_ms),
+            backoff: Backoff::from_config(&retry),
+            retry,
+            attempts: 0,
+            told: None,
+        }
+    }
+
+    /// May the call send now? Asked again after every wait.
+    pub fn admit(&mut self, c: &mut CallState, now: f64, offline: bool, rand01: f64) -> Admission {
+        if c.deadline.expired(now) {
+            return Admission::Stop(Stop::Deadline);
+        }
+        if offline {
+            return if c.spec.cfg.wait_for_online && !c.spec.prefer_cache {
+                Admission::Online
+            } else {
+                Admission::Stop(Stop::Offline)
+            };
+        }
+        // schema() fails over at once, but not on the hold its own last
+        // answer set (its planned retry waits exactly that long, and a
+        // timer may fire a hair early).
+        let max_wait = if c.spec.prefer_cache && c.attempts == 0 {
+            0.0
+        } else {
+            c.deadline.remaining(now)
+        };
+        match self
+            .limits
+            .admit(c.spec.key, now, max_wait, c.spec.cfg.rate_limit)
+        {
+            Admit::Now => {}
+            Admit::Wait { ms, why } => {
+                let announce = c.told != Some(why);
+                c.told = Some(why);
+                return Admission::Wait { ms, why, announce };
+            }
+            Admit::Refuse { ms, .. } => {
+                return Admission::Stop(Stop::CircuitOpen { retry_in_ms: ms })
+            }
+        }
+        match self.breakers.as_mut() {
+            None => Admission::Go(None),
+            Some(b) => match b.acquire(c.spec.key, now, rand01) {
+                Ok(p) => Admission::Go(Some(p)),
+                Err(retry_in_ms) => Admission::Stop(Stop::CircuitOpen { retry_in_ms }),
+            },
+        }
+    }
+
+    /// A concurrency slot for the call admitted; a full queue is counted.
+    pub fn acquire_slot(&mut self) -> Acquire {
+        let a = self.limiter.try_acquire();
+        if a == Acquire::Full {
+            self.stats.queue_rejected += 1;
+        }
+        a
+    }
+
+    /// Leaves the queue (abort, deadline): `false` when the slot was granted
+    /// meanwhile (then [`Guard::release_slot`] it).
+    pub fn leave_queue(&mut self, id: WaiterId) -> bool {
+        self.limiter.cancel(id)
+    }
+
+    /// Frees a slot; a queued call it passes to is returned.
+    pub fn release_slot(&mut self) -> Option<WaiterId> {
+        self.limiter.release()
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        self.limiter.in_flight()
+    }
+
+    pub fn queued(&self) -> u32 {
+        self.limiter.queued()
+    }
+
+    /// The call admitted with `permit` will make no attempt after all (its
+    /// slot or lock wait ended): the breaker learns nothing.
+    pub fn abandon(&mut self, c: &CallState, permit: Option<Permit>, now: f64) {
+        self.record(c.spec.key, permit, Sample::Ignored, now);
+    }
+
+    /// The attempt, its slot taken: `None` when the deadline passed
+    /// meanwhile (nothing left to run in; the permit is given back and the
+    /// engine frees the slot).
+    pub fn begin(
+        &mut self,
+        c: &mut CallState,
+        permit: Option<Permit>,
+        now: f64,
+    ) -> Option<Attempt> {
+        if c.deadline.expired(now) {
+            self.abandon(c, permit, now);
+            return None;
+        }
+        Some(self.send(c, permit, now))
+    }
+
+    fn send(&mut self, c: &mut CallState, permit: Option<Permit>, now: f64) -> Attempt {
+        c.attempts += 1;
+        self.stats.attempts += 1;
+        if c.attempts == 1 {
+            if let Some(b) = self.budget.as_mut() {
+                b.record_call(now);
+            }
+        }
+        let remaining = c.deadline.remaining(now);
+        let (timeout_ms, phase) = if remaining < c.spec.cfg.timeout_ms {
+            (remaining, Phase::Deadline)
+        } else {
+            (c.spec.cfg.timeout_ms, Phase::Attempt)
+        };
+        Attempt {
+            attempt: c.attempts,
+            permit,
+            timeout_ms,
+            phase,
+            started_ms: now,
+            elapsed_ms: c.deadline.elapsed(now),
+            remaining_ms: remaining,
+        }
+    }
+
+    /// How long after the last attempt started a hedge is due; `None`
+    /// without `hedge`, or before the endpoint has a p95 (a guess would
+    /// hedge every call).
+    pub fn hedge_due(&self, c: &CallState, last_started: f64, now: f64) -> Option<f64> {
+        let h: HedgeConfig = c.spec.cfg.hedge?;
+        let after = match h.after {
+            HedgeAfter::Ms(ms) => ms,
+            HedgeAfter::P95 => self.latencies.p95(c.spec.key, now)?,
+        };
+        Some(after - (now - last_started))
+    }
+
+    /// A hedge, if everything allows one now: a call that may be replayed,
+    /// time left, no hold or quota spacing, a slot free at once (never
+    /// queued), a closed breaker, and the retry budget (a hedge is a retry
+    /// for it). Its slot is taken.
+    pub fn hedge(&mut self, c: &mut CallState, now: f64, rand01: f64) -> Option<Attempt> {
+        let key = c.spec.key;
+        if c.deadline.expired(now) || !method_may_retry(&c.retry, c.spec.method, c.spec.has_key) {
+            return None;
+        }
+        if let Some(b) = self.breakers.as_mut() {
+            if b.state(key, now) != BreakerState::Closed {
+                return None;
+            }
+        }
+        // A send like any other: admitted, it counts against the quota.
+        if self.limits.admit(key, now, 0.0, c.spec.cfg.rate_limit) != Admit::Now
+            || !self.limiter.try_take()
+        {
+            return None;
+        }
+        let permit = match self.breakers.as_mut().map(|b| b.acquire(key, now, rand01)) {
+            None => None,
+            Some(Ok(Permit::Normal)) => Some(Permit::Normal),
+            // Shed by adaptive throttling (or a probe: not for a hedge).
+            Some(other) => {
+                self.give_back_slot();
+                self.record(key, other.ok(), Sample::Ignored, now);
+                return None;
+            }
+        };
+        if !self.budget_allows(now) {
+            self.give_back_slot();
+            self.record(key, permit, Sample::Ignored, now);
+            return None;
+        }
+        self.stats.retries += 1;
+        Some(self.send(c, permit, now))
+    }
+
+    /// Frees the slot `try_take` just took: nobody can be queued for it
+    /// (a free slot means an empty queue), so nobody is woken.
+    fn give_back_slot(&mut self) {
+        let _none = self.limiter.release();
+    }
+
+    /// The retry budget allows one more retry (or there is none); a denial
+    /// is counted.
+    fn budget_allows(&mut self, now: f64) -> bool {
+        let allowed = self.budget.as_mut().is_none_or(|b| b.try_retry(now));
+        if !allowed {
+            self.stats.budget_denied += 1;
+        }
+        allowed
+    }
+
+    /// Does this end settle a round of attempts? A failure that another
+    /// attempt still out might improve on does not.
+    pub fn decides(&self, end: &Ended) -> bool {
+        match end {
+            Ended::Status { status, .. } => !self.failure_statuses.contains(status),
+            Ended::Network { .. } | Ended::Timeout => false,
+            Ended::Success | Ended::Parse | Ended::Cancelled => true,
+        }
+    }
+
+    /// A hedge leg failed while another attempt is still out: a breaker
+    /// sample, and what its answer said of the quota.
+    pub fn leg_failed(
+        &mut self,
+        c: &CallState,
+        permit: Option<Permit>,
+        end: &Ended,
+        quota: Option<&Quota>,
+        now: f64,
+    ) {
+        let outcome = match *end {
+            Ended::Status { status, .. } => {
+                self.observe_quota(c, quota, now);
+                Outcome::Status(status)
+            }
+            Ended::Timeout => {
+                self.stats.timeouts += 1;
+                Outcome::Timeout
+            }
+            _ => Outcome::Network,
+        };
+        let s = sample(outcome, &self.failure_statuses);
+        self.record(c.spec.key, permit, s, now);
+    }
+
+    /// A successful answer that took `took_ms`, for hedging at the p95.
+    pub fn answered_in(&mut self, c: &CallState, took_ms: f64, now: f64) {
+        if c.spec.cfg.hedge.is_some() {
+            self.latencies.record(c.spec.key, now, took_ms);
+        }
+    }
+
+    /// The attempt that decides the round ended: the breaker sample, the
+    /// quota announced, a Retry-After hold, then retry or not.
+    #[allow(clippy::too_many_arguments)]
+    pub fn settle(
+        &mut self,
+        c: &mut CallState,
+        permit: Option<Permit>,
+        end: &Ended,
+        quota: Option<&Quota>,
+        now: f64,
+        epoch: f64,
+        rand01: f64,
+    ) -> Verdict {
+        if end.answered() {
+            self.observe_quota(c, quota, now);
+        }
+        let key = c.spec.key;
+        let (outcome, retry_after_ms) = match *end {
+            Ended::Success | Ended::Parse => {
+                self.record(key, permit, Sample::Success, now);
+                return Verdict::End;
+            }
+            Ended::Cancelled => {
+                self.record(key, permit, Sample::Ignored, now);
+                return Verdict::End;
+            }
+            Ended::Timeout => {
+                self.stats.timeouts += 1;
+                (Outcome::Timeout, None)
+            }
+            Ended::Network { .. } => (Outcome::Network, None),
+            Ended::Status {
+                status,
+                retry_after,
+                reset_ms,
+            } => {
+                // A Retry-After present decides, even malformed; without one,
+                // the rate-limit reset (ky's reading).
+                let ra = if c.retry.retry_after && (status == 429 || status == 503) {
+                    match retry_after {
+                        Some(v) => parse_retry_after(v, epoch),
+                        None => reset_ms,
+                    }
+                } else {
+                    None
+                };
+                // Only a wait this client honours holds its other calls (and
+                // the other tabs) back; one beyond maxRetryAfterMs just ends
+                // this call.
+                if let Some(wait) = ra.filter(|w| *w <= c.retry.max_retry_after_ms) {
+                    self.limits.hold(key, now + wait, Why::RetryAfter, now);
+                    self.tell(key, wait, false);
+                }
+                (Outcome::Status(status), ra)
+            }
+        };
+        // A request that failed because the device went offline says
+        // nothing about the server.
+        let s = match end {
+            Ended::Network { offline: true } => Sample::Ignored,
+            _ => sample(outcome, &self.failure_statuses),
+        };
+        self.record(key, permit, s, now);
+        let input = RetryInput {
+            outcome,
+            attempts_made: c.attempts,
+            method: c.spec.method,
+            has_idempotency_key: c.spec.has_key,
+            retry_after_ms,
+            remaining_ms: c.deadline.remaining(now),
+        };
+        let planned = plan_retry(&c.retry, &mut c.backoff, &input, rand01);
+        match planned {
+            Ok(_) if !self.budget_allows(now) => Verdict::Fail {
+                denied: RetryDenied::Budget,
+            },
+            Ok(delay_ms) => {
+                self.stats.retries += 1;
+                Verdict::Retry { delay_ms }
+            }
+            Err(denied) => Verdict::Fail { denied },
+        }
+    }
+
+    /// A call ended in failure.
+    pub fn failed(&mut self) {
+        self.stats.failures += 1;
+    }
+
+    /// A call joined an identical one in flight instead of sending.
+    pub fn joined(&mut self) {
+        self.stats.requests += 1;
+        self.stats.deduped += 1;
+    }
+
+    /// What an answer announced of its key's quota (calls that obey rate
+    /// limits); a quota spent is for the other tabs too.
+    fn observe_quota(&mut self, c: &CallState, quota: Option<&Quota>, now: f64) {
+        if !c.spec.cfg.rate_limit {
+            return;
+        }
+        let key = c.spec.key;
+        if let Some(until) = self.limits.observe(key, quota, now, self.hold_cap) {
+            self.tell(key, until - now, true);
+        }
+    }
+
+    fn tell(&mut self, key: &str, wait_ms: f64, quota: bool) {
+        self.holds.push(Hold {
+            key: key.to_owned(),
+            wait_ms,
+            quota,
+        });
+    }
+
+    fn record(&mut self, key: &str, permit: Option<Permit>, s: Sample, now: f64) {
+        if let (Some(p), Some(b)) = (permit, self.breakers.as_mut()) {
+            b.record(key, p, s, now);
+        }
+    }
+
+    /// Another tab's breaker for `key` opened, for `open_for_ms` more of a
+    /// `period_ms` period.
+    pub fn peer_open(&mut self, key: &str, now: f64, open_for_ms: f64, period_ms: f64) {
+        if let Some(b) = self.breakers.as_mut() {
+            b.force_open(key, now, open_for_ms, period_ms);
+        }
+    }
+
+    pub fn peer_closed(&mut self, key: &str, now: f64) {
+        if let Some(b) = self.breakers.as_mut() {
+            b.force_close(key, now);
+        }
+    }
+
+    /// Another tab was told to wait `wait_ms` on `key`: no longer than this
+    /// client would wait itself.
+    pub fn peer_hold(&mut self, key: &str, wait_ms: f64, quota: bool, now: f64) {
+        let why = if quota { Why::Quota } else { Why::Peer };
+        self.limits
+            .hold(key, now + wait_ms.min(self.hold_cap), why, now);
+    }
+
+    /// Breaker transitions since the last drain (opens are counted here).
+    pub fn drain_transitions(&mut self) -> Vec<Transition> {
+        let Some(b) = self.breakers.as_mut() else {
+            return Vec::new();
+        };
+        let t = b.drain_transitions();
+        self.stats.breaker_opens += t.iter().filter(|t| t.to == BreakerState::Open).count() as u64;
+        t
+    }
+
+    /// Holds set since the last drain, for the other tabs.
+    pub fn drain_holds(&mut self) -> Vec<Hold> {
+        std::mem::take(&mut self.holds)
+    }
+
+    /// `(time left, period)` of `key`'s open breaker.
+    pub fn open_info(&self, key: &str, now: f64) -> Option<(f64, f64)> {
+        self.breakers.as_ref()?.open_info(key, now)
+    }
+
+    /// When the first open breaker's period ends.
+    pub fn next_half_open(&self) -> Option<f64> {
+        self.breakers.as_ref()?.next_half_open()
+    }
+
+    /// Turns the breakers whose open period has ended half-open.
+    pub fn refresh(&mut self, now: f64) {
+        if let Some(b) = self.breakers.as_mut() {
+            b.refresh(now);
+        }
+    }
+
+    /// `client.breakers()`; empty with `breaker: false`.
+    pub fn snapshot(&mut self, now: f64) -> Vec<Snapshot> {
+        self.breakers
+            .as_mut()
+            .map_or_else(Vec::new, |b| b.snapshot(now))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::policy::options::{HedgeConfig, Jitter, LimiterConfig};
+
+    const KEY: &str = "GET https://api.example/items";
+
+    fn cfg() -> ClientConfig {
+        let mut c = ClientConfig::default();
+        // exact waits
+        if let Some(r) = c.retry.as_mut() {
+            r.jitter = Jitter::None;
+        }
+        c
+    }
+
+    fn call_cfg(c: &ClientConfig) -> CallConfig {
+        CallConfig::resolve(c, &Default::default()).unwrap()
+    }
+
+    fn spec<'a>(cfg: &'a CallConfig, method: &'a str) -> Spec<'a> {
+        Spec {
+            key: KEY,
+            method,
+            has_key: false,
+            cfg,
+            prefer_cache: false,
+        }
+    }
+
+    const UNAVAILABLE: Ended<'static> = Ended::Status {
+        status: 503,
+        retry_after: None,
+        reset_ms: None,
+    };
+
+    /// Admits and begins an attempt at `now`.
+    fn send(g: &mut Guard, c: &mut CallState, now: f64) -> Attempt {
+        let Admission::Go(permit) = g.admit(c, now, false, 0.5) else {
+            panic!("not admitted")
+        };
+        assert_eq!(g.acquire_slot(), Acquire::Granted);
+        g.begin(c, permit, now).unwrap()
+    }
+
+    fn settle(g: &mut Guard, c: &mut CallState, s: &Attempt, end: Ended, now: f64) -> Verdict {
+        let _ = g.release_slot();
+        g.settle(c, s.permit, &end, None, now, 0.0, 0.5)
+    }
+
+    #[test]
+    fn a_success_ends_the_call_and_counts_one_attempt() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert_eq!(
+            (s.attempt, s.phase, s.timeout_ms),
+            (1, Phase::Attempt, 6000.0)
+        );
+        assert_eq!(
+            settle(&mut g, &mut c, &s, Ended::Success, 10.0),
+            Verdict::End
+        );
+        assert_eq!(
+            (g.stats.requests, g.stats.attempts, g.stats.retries),
+            (1, 1, 0)
+        );
+        assert_eq!(g.in_flight(), 0);
+    }
+
+    #[test]
+    fn every_retry_denied_reason() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let fail = |method: &str, end: Ended, deadline_ms: f64| {
+            let mut cc = cc.clone();
+            cc.deadline_ms = deadline_ms;
+            let mut g = Guard::new(&client);
+            let mut c = g.start(spec(&cc, method), 0.0);
+            let s = send(&mut g, &mut c, 0.0);
+            settle(&mut g, &mut c, &s, end, 1.0)
+        };
+        let denied = |d| Verdict::Fail { denied: d };
+        let status = |status| Ended::Status {
+            status,
+            retry_after: None,
+            reset_ms: None,
+        };
+        assert_eq!(
+            fail("GET", status(404), 20_000.0),
+            denied(RetryDenied::Status)
+        );
+        assert_eq!(
+            fail("POST", UNAVAILABLE, 20_000.0),
+            denied(RetryDenied::Method)
+        );
+        assert_eq!(
+            fail("GET", UNAVAILABLE, 500.0),
+            denied(RetryDenied::Deadline)
+        );
+        let too_long = Ended::Status {
+            status: 429,
+            retry_after: Some("120"),
+            reset_ms: None,
+        };
+        assert_eq!(
+            fail("GET", too_long, 20_000.0),
+            denied(RetryDenied::RetryAfter)
+        );
+        assert_eq!(
+            fail("GET", UNAVAILABLE, 20_000.0),
+            Verdict::Retry { delay_ms: 1000.0 }
+        );
+
+        // attempts: the third failure of three
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let mut now = 0.0;
+        let mut verdicts = Vec::new();
+        for _ in 0..3 {
+            let s = send(&mut g, &mut c, now);
+            let v = settle(&mut g, &mut c, &s, Ended::Timeout, now);
+            if let Verdict::Retry { delay_ms } = v {
+                now += delay_ms;
+            }
+            verdicts.push(v);
+        }
+        assert_eq!(verdicts[2], denied(RetryDenied::Attempts));
+        assert_eq!((g.stats.timeouts, g.stats.retries), (3, 2));
+
+        // budget: three retries in the window (minRetries), then none (no
+        // breaker, which would open after three failures in a row)
+        let mut no_breaker = client.clone();
+        no_breaker.breaker = None;
+        let mut g = Guard::new(&no_breaker);
+        let mut denials = 0;
+        for i in 0..5 {
+            let mut c = g.start(spec(&cc, "GET"), f64::from(i));
+            let s = send(&mut g, &mut c, f64::from(i));
+            if settle(
+                &mut g,
+                &mut c,
+                &s,
+                Ended::Network { offline: false },
+                f64::from(i),
+            ) == denied(RetryDenied::Budget)
+            {
+                denials += 1;
+            }
+        }
+        assert_eq!((denials, g.stats.budget_denied, g.stats.retries), (2, 2, 3));
+    }
+
+    #[test]
+    fn a_retry_after_holds_the_key_for_every_call_and_the_other_tabs() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let end = Ended::Status {
+            status: 503,
+            retry_after: Some("3"),
+            reset_ms: None,
+        };
+        assert_eq!(
+            settle(&mut g, &mut c, &s, end, 0.0),
+            Verdict::Retry { delay_ms: 3000.0 }
+        );
+        let holds = g.drain_holds();
+        assert_eq!(holds.len(), 1);
+        assert_eq!(
+            (holds[0].key.as_str(), holds[0].wait_ms, holds[0].quota),
+            (KEY, 3000.0, false)
+        );
+        // another call waits, announced once per reason
+        let mut other = g.start(spec(&cc, "GET"), 0.0);
+        let first = g.admit(&mut other, 1000.0, false, 0.5);
+        assert_eq!(
+            first,
+            Admission::Wait {
+                ms: 2000.0,
+                why: Why::RetryAfter,
+                announce: true
+            }
+        );
+        let again = g.admit(&mut other, 2000.0, false, 0.5);
+        assert_eq!(
+            again,
+            Admission::Wait {
+                ms: 1000.0,
+                why: Why::RetryAfter,
+                announce: false
+            }
+        );
+        assert!(matches!(
+            g.admit(&mut other, 3000.0, false, 0.5),
+            Admission::Go(_)
+        ));
+        // a call whose deadline ends before the hold fails at once
+        let mut short = cc.clone();
+        short.deadline_ms = 500.0;
+        let mut g2 = Guard::new(&client);
+        g2.peer_hold(KEY, 3000.0, false, 0.0);
+        let mut c2 = g2.start(spec(&short, "GET"), 0.0);
+        assert_eq!(
+            g2.admit(&mut c2, 0.0, false, 0.5),
+            Admission::Stop(Stop::CircuitOpen {
+                retry_in_ms: 3000.0
+            })
+        );
+    }
+
+    #[test]
+    fn offline_deadline_and_schema_fail_fast() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        assert_eq!(g.admit(&mut c, 0.0, true, 0.5), Admission::Online);
+        assert_eq!(
+            g.admit(&mut c, 20_000.0, false, 0.5),
+            Admission::Stop(Stop::Deadline)
+        );
+        let mut schema = spec(&cc, "GET");
+        schema.prefer_cache = true;
+        let mut c = g.start(schema, 0.0);
+        assert_eq!(
+            g.admit(&mut c, 0.0, true, 0.5),
+            Admission::Stop(Stop::Offline)
+        );
+        g.peer_hold(KEY, 1000.0, false, 0.0);
+        assert!(matches!(
+            g.admit(&mut c, 0.0, false, 0.5),
+            Admission::Stop(Stop::CircuitOpen { .. })
+        ));
+        // a slot that came at the deadline: no attempt, the permit given back
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        assert!(g.begin(&mut c, None, 20_000.0).is_none());
+        assert_eq!(c.attempts(), 0);
+        // the deadline shortens the last attempt's timeout
+        let s = g.begin(&mut c, None, 17_000.0).unwrap();
+        assert_eq!((s.phase, s.timeout_ms), (Phase::Deadline, 3000.0));
+    }
+
+    #[test]
+    fn the_breaker_opens_after_three_failures_and_refuses() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        for i in 0..3 {
+            let now = f64::from(i);
+            let mut c = g.start(spec(&cc, "POST"), now);
+            let s = send(&mut g, &mut c, now);
+            settle(&mut g, &mut c, &s, UNAVAILABLE, now);
+        }
+        let t = g.drain_transitions();
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            (t[0].from, t[0].to),
+            (BreakerState::Closed, BreakerState::Open)
+        );
+        assert_eq!(g.stats.breaker_opens, 1);
+        let mut c = g.start(spec(&cc, "GET"), 10.0);
+        assert!(matches!(
+            g.admit(&mut c, 10.0, false, 0.5),
+            Admission::Stop(Stop::CircuitOpen { retry_in_ms }) if retry_in_ms > 0.0
+        ));
+        assert_eq!(g.next_half_open(), Some(2002.0));
+        // an offline network error and an abort say nothing of the server
+        let mut g = Guard::new(&client);
+        for i in 0..4 {
+            let now = f64::from(i);
+            let mut c = g.start(spec(&cc, "POST"), now);
+            let s = send(&mut g, &mut c, now);
+            let end = if i % 2 == 0 {
+                Ended::Network { offline: true }
+            } else {
+                Ended::Cancelled
+            };
+            settle(&mut g, &mut c, &s, end, now);
+        }
+        assert!(g.drain_transitions().is_empty());
+    }
+
+    #[test]
+    fn a_hedge_only_when_everything_allows_it() {
+        let mut client = cfg();
+        client.concurrency = Some(LimiterConfig { max: 2, queue: 10 });
+        let mut cc = call_cfg(&client);
+        cc.hedge = Some(HedgeConfig {
+            after: HedgeAfter::Ms(100.0),
+            max: 1,
+        });
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert_eq!(g.hedge_due(&c, s.started_ms, 40.0), Some(60.0));
+        let h = g.hedge(&mut c, 100.0, 0.5).unwrap();
+        assert_eq!((h.attempt, g.stats.retries, g.in_flight()), (2, 1, 2));
+        // no slot free at once: none
+        assert!(g.hedge(&mut c, 100.0, 0.5).is_none());
+        // not replayable: none
+        let mut post = g.start(spec(&cc, "POST"), 0.0);
+        let _ = g.release_slot();
+        assert!(g.hedge(&mut post, 100.0, 0.5).is_none());
+        assert_eq!(g.in_flight(), 1);
+        // a failed leg is a sample; a 503 does not decide the round, a 404 does
+        g.leg_failed(&c, h.permit, &UNAVAILABLE, None, 150.0);
+        assert!(!g.decides(&UNAVAILABLE));
+        assert!(g.decides(&Ended::Status {
+            status: 404,
+            retry_after: None,
+            reset_ms: None
+        }));
+        // the p95 is learnt from answers
+        let mut p95 = cc.clone();
+        p95.hedge = Some(HedgeConfig {
+            after: HedgeAfter::P95,
+            max: 1,
+        });
+        let c = g.start(spec(&p95, "GET"), 0.0);
+        assert_eq!(g.hedge_due(&c, 0.0, 0.0), None);
+        for i in 0..20 {
+            g.answered_in(&c, 50.0, f64::from(i));
+        }
+        assert_eq!(g.hedge_due(&c, 0.0, 30.0), Some(20.0));
+    }
+
+    #[test]
+    fn a_spent_quota_is_told_and_waited_out() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let spent = Quota {
+            remaining: 0,
+            reset_ms: Some(2000.0),
+            quota: Some(10),
+            window_ms: None,
+        };
+        let _ = g.release_slot();
+        assert_eq!(
+            g.settle(
+                &mut c,
+                s.permit,
+                &Ended::Success,
+                Some(&spent),
+                0.0,
+                0.0,
+                0.5
+            ),
+            Verdict::End
+        );
+        let holds = g.drain_holds();
+        assert_eq!(
+            (holds.len(), holds[0].quota, holds[0].wait_ms),
+            (1, true, 2000.0)
+        );
+        let mut next = g.start(spec(&cc, "GET"), 100.0);
+        assert_eq!(
+            g.admit(&mut next, 100.0, false, 0.5),
+            Admission::Wait {
+                ms: 1900.0,
+                why: Why::Quota,
+                announce: true
+            }
+        );
+        // a call that does not obey rate limits is not held
+        let mut free = cc.clone();
+        free.rate_limit = false;
+        let mut c = g.start(spec(&free, "GET"), 100.0);
+        assert!(matches!(
+            g.admit(&mut c, 100.0, false, 0.5),
+            Admission::Go(_)
+        ));
+    }
+}

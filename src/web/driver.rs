@@ -1,0 +1,291 @@
+//! The call loop's I/O: fetch, timers, aborts, events, the probe lock and
+//! the online wait, around the policy core's [`Guard`], which takes every
+//! decision (see `src/policy/guard.rs` for the steps). Nothing here decides
+//! whether to send, retry or stop; it waits, sends, and turns the core's
+//! answers into the errors and events users see.
+
+use wasm_bindgen::prelude::*;
+
+use super::call::{Call, Mode};
+use super::cancel::{EventLink, Gate, Wake};
+use super::crosstab::ProbeLock;
+use super::engine::Engine;
+use super::errors::{CallError, ErrorKind};
+use super::fetch::{self, AttemptEnd, Decided};
+use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
+use crate::policy::breaker::Permit;
+use crate::policy::classify::RetryDenied;
+use crate::policy::deadline::Deadline;
+use crate::policy::guard::{Admission, Attempt, CallState, Ended, Phase, Stop, Verdict};
+use crate::policy::limiter::Acquire;
+
+/// Why the loop stops before an attempt: an error as it is, or the
+/// deadline (which ends the call with the failure its last retry was
+/// planned after, when there was one).
+enum Halt {
+    Error(CallError),
+    OutOfTime,
+}
+
+impl From<CallError> for Halt {
+    fn from(e: CallError) -> Halt {
+        Halt::Error(e)
+    }
+}
+
+/// How an attempt's end reads to the policy core. `offline`: the host
+/// reports no network (only asked of a network error).
+pub(super) fn ended(end: &AttemptEnd, offline: bool) -> Ended<'_> {
+    match end {
+        AttemptEnd::Done(_) => Ended::Success,
+        AttemptEnd::Parse(_) => Ended::Parse,
+        AttemptEnd::Cancelled => Ended::Cancelled,
+        AttemptEnd::Timeout => Ended::Timeout,
+        AttemptEnd::Network(_) => Ended::Network { offline },
+        AttemptEnd::Status {
+            status,
+            retry_after,
+            reset_ms,
+            ..
+        } => Ended::Status {
+            status: *status,
+            retry_after: retry_after.as_deref(),
+            reset_ms: *reset_ms,
+        },
+    }
+}
+
+fn circuit_open(call: &Call, retry_in_ms: f64) -> CallError {
+    CallError::new(ErrorKind::CircuitOpen {
+        key: call.breaker_key.clone(),
+        retry_in_ms,
+    })
+}
+
+fn offline_error(denied: Option<RetryDenied>) -> CallError {
+    let mut e = CallError::new(ErrorKind::Network {
+        cause: JsValue::UNDEFINED,
+        offline: true,
+    });
+    e.retry_denied = denied;
+    e
+}
+
+impl Engine {
+    /// Runs a call to its end: resolves with the value of its last attempt
+    /// or rejects with a descriptor of the reason it stopped.
+    pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
+        let mut c = self.st.borrow_mut().guard.start(call.spec(), now_ms());
+        let result = self.attempts(call, &mut c).await;
+        result.map_err(|e| {
+            let attempts = c.attempts();
+            let e = e.stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()));
+            self.st.borrow_mut().guard.failed();
+            self.emit_call("giveUp", call, attempts, &|o| {
+                o.elapsed_ms = Some(e.elapsed_ms);
+                o.status = e.status();
+                o.error_name = Some(e.name());
+            });
+            e.to_js()
+        })
+    }
+
+    async fn attempts(&self, call: &Call, c: &mut CallState<'_>) -> Result<JsValue, CallError> {
+        // The error a retry was planned after: if the deadline passes before
+        // the retry can start (a timer that fired late), the call ends with
+        // it, as the planner would have, not with a bare TimeoutError.
+        let mut last: Option<CallError> = None;
+        loop {
+            // The probe lock, if any, is held until the round ends.
+            let (sent, _probe_lock) = match self.admitted(call, c).await {
+                Ok(sent) => sent,
+                Err(Halt::Error(e)) => return Err(e),
+                Err(Halt::OutOfTime) => {
+                    return Err(match last {
+                        Some(e) => e.denied(RetryDenied::Deadline),
+                        None => CallError::new(ErrorKind::Timeout {
+                            phase: Phase::Deadline,
+                        }),
+                    })
+                }
+            };
+            let Decided { end, send, quota } = self.round(call, c, sent).await;
+            let offline = matches!(end, AttemptEnd::Network(_)) && is_offline();
+            if let AttemptEnd::Timeout = end {
+                self.emit_call("timeout", call, send.attempt, &|o| {
+                    o.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
+                });
+            }
+            let verdict = self.decide(&call.request_id, |g| {
+                let now = now_ms();
+                g.settle(
+                    c,
+                    send.permit,
+                    &ended(&end, offline),
+                    quota.as_ref(),
+                    now,
+                    epoch_ms(),
+                    rand01(),
+                )
+            });
+            let (err, response) = match end.into_result(&call.cancel, send.phase, offline) {
+                Ok(v) => return Ok(v),
+                Err(failed) => failed,
+            };
+            let delay = match verdict {
+                Verdict::Retry { delay_ms } => delay_ms,
+                Verdict::End => return Err(err),
+                Verdict::Fail { denied } => {
+                    // fetch() resolves with the final Response whatever its status.
+                    return match response {
+                        Some(resp) if call.mode == Mode::Fetch => Ok(resp),
+                        _ => Err(err.denied(denied)),
+                    };
+                }
+            };
+            if let Some(resp) = &response {
+                fetch::discard(resp);
+            }
+            self.emit_call("retry", call, send.attempt, &|o| {
+                o.delay_ms = Some(delay);
+                o.status = err.status();
+                o.error_name = Some(err.name());
+            });
+            // fetch() resolves with a final Response, never rejects with an
+            // HttpError: its deadline stays a TimeoutError.
+            let http_from_fetch = call.mode == Mode::Fetch && response.is_some();
+            last = (!http_from_fetch).then_some(err);
+            if call.cancel.sleep(delay).await == Wake::Cancelled {
+                return Err(call.cancel.abort_error());
+            }
+        }
+    }
+
+    /// Waits until the policy core lets the call send, then takes its
+    /// probe lock (a half-open probe, across tabs: held until the attempt
+    /// ends) and a concurrency slot: the attempt to send.
+    async fn admitted(
+        &self,
+        call: &Call,
+        c: &mut CallState<'_>,
+    ) -> Result<(Attempt, Option<ProbeLock>), Halt> {
+        let permit = loop {
+            if call.cancel.is_cancelled() {
+                return Err(call.cancel.abort_error().into());
+            }
+            let admission = self.decide(&call.request_id, |g| {
+                g.admit(c, now_ms(), is_offline(), rand01())
+            });
+            match admission {
+                Admission::Go(permit) => break permit,
+                Admission::Online => self.wait_online(call, &c.deadline).await?,
+                Admission::Wait { ms, why, announce } => {
+                    if announce {
+                        self.emit_call("wait", call, c.attempts() + 1, &|o| {
+                            o.delay_ms = Some(ms);
+                            o.reason = Some(why.as_str());
+                            o.key = Some(&call.breaker_key);
+                        });
+                    }
+                    if call.cancel.sleep(ms).await == Wake::Cancelled {
+                        return Err(call.cancel.abort_error().into());
+                    }
+                }
+                Admission::Stop(Stop::Deadline) => return Err(Halt::OutOfTime),
+                Admission::Stop(Stop::Offline) => return Err(offline_error(None).into()),
+                Admission::Stop(Stop::CircuitOpen { retry_in_ms }) => {
+                    return Err(circuit_open(call, retry_in_ms).into())
+                }
+            }
+        };
+        let abandon = |halt: Halt| {
+            self.decide(&call.request_id, |g| g.abandon(c, permit, now_ms()));
+            Err(halt)
+        };
+        let probe_lock = match self.probe_lock(call, &c.deadline, permit).await {
+            Ok(lock) => lock,
+            Err(halt) => return abandon(halt),
+        };
+        if let Err(e) = self.acquire_slot(call, &c.deadline).await {
+            return abandon(e.into());
+        }
+        // A slot (or a lock) that came right at the deadline: no attempt
+        // with nothing left to run in.
+        match self.decide(&call.request_id, |g| g.begin(c, permit, now_ms())) {
+            Some(send) => Ok((send, probe_lock)),
+            None => {
+                self.release_slot();
+                Err(Halt::OutOfTime)
+            }
+        }
+    }
+
+    /// One half-open probe across all tabs: the others stay open. The
+    /// lock may answer late: the wait ends on abort and deadline too.
+    async fn probe_lock(
+        &self,
+        call: &Call,
+        deadline: &Deadline,
+        permit: Option<Permit>,
+    ) -> Result<Option<ProbeLock>, Halt> {
+        let (Some(Permit::Probe), Some(x)) = (permit, self.crosstab.get()) else {
+            return Ok(None);
+        };
+        let lock = x.probe_lock(&call.breaker_key);
+        match call.cancel.within(deadline.remaining(now_ms()), lock).await {
+            Ok(Some(lock)) => Ok(Some(lock)),
+            Ok(None) => Err(circuit_open(call, 0.0).into()),
+            Err(Wake::Cancelled) => Err(call.cancel.abort_error().into()),
+            Err(_) => Err(Halt::OutOfTime),
+        }
+    }
+
+    /// Takes a concurrency slot, waiting FIFO if need be. The wait ends at
+    /// the deadline or when the call is cancelled.
+    async fn acquire_slot(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
+        let acquired = self.st.borrow_mut().guard.acquire_slot();
+        let id = match acquired {
+            Acquire::Granted => return Ok(()),
+            Acquire::Full => return Err(CallError::new(ErrorKind::QueueFull)),
+            Acquire::Queued(id) => id,
+        };
+        let gate = Gate::new();
+        self.park(id, gate.clone());
+        let wake = call
+            .cancel
+            .wait_on(&gate, deadline.remaining(now_ms()), ())
+            .await;
+        if self.unpark(id, wake == Wake::Granted) {
+            // The slot reached us as we gave up: pass it on.
+            self.release_slot();
+        }
+        match wake {
+            Wake::Granted => Ok(()),
+            Wake::Timer => Err(CallError::new(ErrorKind::Timeout {
+                phase: Phase::Queue,
+            })),
+            _ => Err(call.cancel.abort_error()),
+        }
+    }
+
+    /// While the host is offline no attempt is made: the call waits for the
+    /// `online` event within its deadline (where the host has no event
+    /// target to listen on, it fails at once with an offline NetworkError).
+    async fn wait_online(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
+        let Some(target) = global_target() else {
+            return Err(offline_error(None));
+        };
+        let gate = Gate::new();
+        let g = gate.clone();
+        let online = EventLink::once(&target, "online", move || g.open(Wake::Done));
+        let wake = call
+            .cancel
+            .wait_on(&gate, deadline.remaining(now_ms()), online)
+            .await;
+        match wake {
+            Wake::Cancelled => Err(call.cancel.abort_error()),
+            Wake::Timer => Err(offline_error(Some(RetryDenied::Deadline))),
+            _ => Ok(()),
+        }
+    }
+}
