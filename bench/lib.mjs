@@ -97,14 +97,23 @@ export function waitExit(child) {
   return child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise((r) => child.once('exit', r));
 }
 
-/** CPU time of the whole machine so far, for busyCoresSince. */
+/**
+ * CPU time of the whole machine so far, for busyCoresSince: at normal priority (`busy`) and at a
+ * raised nice value (`niced`: background work such as builds started with `nice`, which the
+ * scheduler preempts for the benchmark's processes, so it does not take their CPU).
+ */
 export function cpuSnapshot() {
   let busy = 0;
-  for (const c of os.cpus()) busy += c.times.user + c.times.nice + c.times.sys + c.times.irq;
-  return { busy, at: performance.now() };
+  let niced = 0;
+  for (const c of os.cpus()) {
+    busy += c.times.user + c.times.sys + c.times.irq;
+    niced += c.times.nice;
+  }
+  return { busy, niced, at: performance.now() };
 }
-/** Cores the whole machine kept busy (all processes) since a snapshot. */
+/** Cores the whole machine kept busy at normal priority since a snapshot (and `niced`: at low priority). */
 export function busyCoresSince(snap) {
   const now = cpuSnapshot();
-  return (now.busy - snap.busy) / (now.at - snap.at);
+  const span = now.at - snap.at;
+  return Object.assign((now.busy - snap.busy) / span, { niced: (now.niced - snap.niced) / span });
 }

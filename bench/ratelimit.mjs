@@ -20,7 +20,7 @@
 import { join } from 'node:path';
 import ky from 'ky';
 import * as cockatiel from 'cockatiel';
-import { benchDir, forkNode, ask, sleep, summarize, textTable, pct, fixed } from './lib.mjs';
+import { benchDir, forkNode, ask, sleep, summarize, textTable, mdTable, pct, fixed } from './lib.mjs';
 import { makeStrategies } from './strategies.mjs';
 
 export const RATELIMIT_STRATEGIES = ['none', 'ky', 'cockatiel', 'stormguard'];
@@ -125,6 +125,32 @@ async function readCost(createClient, { rounds, perRound }) {
   return out;
 }
 
+const HEAD = ['form', 'strategy', 'calls', 'ok', 'sent', 'refused (429)', 'refused/call', 'sent/call', 'failed locally', 'unfinished', 'ok p50'];
+const cells = (r) => [r.form, r.strategy, r.calls, pct(r.okShare), r.arrivals, `${r.refused} (${pct(r.refusedShare)})`,
+  fixed(r.refusedPerCall), fixed(r.amplification), r.localFailures, r.unfinished, `${fixed(r.okLatency.median, 0)} ms`];
+
+/** RESULTS.md's section for the rate-limit row: the table printed by the run, and what reading the fields costs. */
+export function rateLimitSection(res) {
+  const rl = res.ratelimit;
+  if (!rl) return '';
+  const c = rl.config;
+  let md = '## A rate-limited API: requests sent only to be refused\n\n' +
+    `${c.k} clients per strategy, each with its own quota of ${c.quota} requests per ${c.windowS} s window (one API key per ` +
+    `user), each calling once every ${c.periodMs} ms for ${c.seconds} s: twice what the quota allows. The fault server's ` +
+    '`/ratelimit` answers 429 beyond the quota and announces it on every answer, in the IETF form (`RateLimit` + ' +
+    '`RateLimit-Policy`) and in GitHub\'s `X-RateLimit-*` with an epoch reset. The strategies run side by side; calls still ' +
+    `waiting ${c.drainS} s after the load stops are unfinished. "failed locally": stormguard refused the call without a ` +
+    'request because the reset lies beyond its deadline (a `CircuitOpenError`, as for a Retry-After cooldown).\n\n' +
+    mdTable(HEAD, rl.rows.map(cells)) + '\n';
+  if (rl.readCost) {
+    md += '\nWhat reading the fields costs per call (Node, a stubbed fetch, one client, the per-call `rateLimit` option on ' +
+      'against off, and off against off as the noise floor):\n\n' +
+      mdTable(['fields', 'a', 'b', 'a - b'], Object.entries(rl.readCost).map(([k, v]) =>
+        [k, `${fixed(v.aUs, 1)} µs`, `${fixed(v.bUs, 1)} µs`, `${fixed(v.diffUs, 1)} µs`])) + '\n';
+  }
+  return md;
+}
+
 export async function runRateLimit({ quick, log = console.log } = {}) {
   const cfg = { k: 10, quota: 3, windowS: 2, periodMs: 333, seconds: quick ? 6 : 20, drainS: 3 };
   const forms = quick ? ['ietf'] : Object.keys(RATELIMIT_FORMS);
@@ -145,11 +171,7 @@ export async function runRateLimit({ quick, log = console.log } = {}) {
   } finally {
     await ask(server.child, 'close').catch(() => {});
   }
-  const table = textTable(
-    ['form', 'strategy', 'calls', 'ok', 'sent', 'refused (429)', 'refused/call', 'sent/call', 'failed locally', 'unfinished', 'ok p50'],
-    rows.map((r) => [r.form, r.strategy, r.calls, pct(r.okShare), r.arrivals, `${r.refused} (${pct(r.refusedShare)})`,
-      fixed(r.refusedPerCall), fixed(r.amplification), r.localFailures, r.unfinished, `${fixed(r.okLatency.median, 0)} ms`]),
-  );
+  const table = textTable(HEAD, rows.map(cells));
   for (const line of table.split('\n')) log(`[ratelimit] ${line}`);
   const result = { config: cfg, rows };
   if (!quick) {

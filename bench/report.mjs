@@ -306,9 +306,9 @@ function stormSection(res, charts, anchors) {
   const load = (cfg) => ((cfg.clients * (cfg.calls?.length ?? 1)) / (cfg.periodMs / 1000)) / capacity;
   const k = c.clientsScale ?? 1;
   const scaled = !res.meta?.quick && k !== 1
-    ? `> **Scaled run:** clients and backend scaled by ${k} (\`--scale=${k}\`): the same load (0.75 of ` +
-      `capacity), timings and faults with fewer clients, because other work on this machine left too little CPU for the full ` +
-      `number of clients (see the conditions below).\n\n`
+    ? `> **Scaled run:** clients and backend capacity scaled by ${fixed(k, 2)} (${res.meta.cores} cores: the full run scales to ` +
+      `cores / 5 unless \`--scale\` says otherwise): the same load (0.75 of capacity), timings and faults with fewer clients, so ` +
+      `that the load generators, not the machine, set the pace (see the conditions below).\n\n`
     : '';
   let md = `## 4. Storm\n\n` + scaled +
     `The model of [BENCHMARKS.md](../../shared/BENCHMARKS.md) on the fault server's \`/capacity\` endpoints: C = ${cap.c} slots of ` +
@@ -361,7 +361,8 @@ function stormSection(res, charts, anchors) {
     const lags = S.runs.map((r) => r.loadGen.loopDelayP99Ms).sort((a, b) => a - b);
     md += `**Conditions of this run.** Over its ${batchList.length} batches the machine had on average ${fixed(mean((b) => b.machineBusyCores), 2)} of ` +
       `${res.meta.cores} cores busy, of which ${fixed(mean((b) => b.otherCores), 2)} by processes other than this benchmark (at most ` +
-      `${fixed(max((b) => b.otherCores), 2)} in one batch); the load generators' event-loop lag p99 was ${fixed(lags[Math.floor(lags.length / 2)], 0)} ms ` +
+      `${fixed(max((b) => b.otherCores), 2)} in one batch)${batchList.some((b) => b.nicedCores > 0.05) ? `, and ${fixed(mean((b) => b.nicedCores ?? 0), 2)} ` +
+      'at low priority (nice 19: builds, which the scheduler preempts for the benchmark)' : ''}; the load generators' event-loop lag p99 was ${fixed(lags[Math.floor(lags.length / 2)], 0)} ms ` +
       `at the median run and ${fixed(lags[lags.length - 1], 0)} ms at the worst. Runs with a lag p99 over 50 ms or over 0.3 cores used ` +
       `by other processes are flagged below; their figures are less reliable than the rest.\n\n`;
   }

@@ -19,7 +19,7 @@ import { runOverhead } from './overhead.mjs';
 import { runStorm } from './storm.mjs';
 import { runMemory } from './memory.mjs';
 import { hedgeSection, runHedge } from './hedge.mjs';
-import { runRateLimit } from './ratelimit.mjs';
+import { rateLimitSection, runRateLimit } from './ratelimit.mjs';
 import { writeReport } from './report.mjs';
 import { proposalsSection } from './proposals.mjs';
 
@@ -113,7 +113,6 @@ if (only.includes('storm')) {
 }
 if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
 if (only.includes('hedge')) save('hedge', await timed('hedge', () => runHedge({ quick, log })));
-// printed, kept in results/ratelimit.json; not in RESULTS.md's tables yet
 if (only.includes('ratelimit')) save('ratelimit', await timed('ratelimit', () => runRateLimit({ quick, log })));
 
 // sections not run this time come from the previous run's JSON, and the report says so
@@ -138,7 +137,7 @@ const { verdicts, summary, targetTable } = writeReport(res, {
   chartsDir: outDir,
   chartsRel: partial ? '' : 'results/',
   benchmarksLink: partial ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
-  proposals: [proposalsSection(res), hedgeSection(res)].filter(Boolean).join('\n\n'),
+  proposals: [proposalsSection(res), hedgeSection(res), rateLimitSection(res)].filter(Boolean).join('\n\n'),
 });
 
 log('\n' + summary.text + '\n');
