@@ -307,7 +307,7 @@ function stormSection(res, charts, anchors) {
   const k = c.clientsScale ?? 1;
   const scaled = !res.meta?.quick && k !== 1
     ? `> **Scaled run:** clients and backend capacity scaled by ${fixed(k, 2)} (${res.meta.cores} cores: the full run scales to ` +
-      `cores / 5 unless \`--scale\` says otherwise): the same load (0.75 of capacity), timings and faults with fewer clients, so ` +
+      `cores / 8 unless \`--scale\` says otherwise): the same load (0.75 of capacity), timings and faults with fewer clients, so ` +
       `that the load generators, not the machine, set the pace (see the conditions below).\n\n`
     : '';
   let md = `## 4. Storm\n\n` + scaled +

@@ -42,8 +42,8 @@ const stormFilter = {
   strategies: listArg('strategies'),
 };
 const filtered = Object.values(stormFilter).some(Boolean);
-// --scale=0.4: the storm with fewer clients and a proportionally smaller backend (same load, same timings),
-// for a machine that other work keeps too busy for 300-500 clients per run
+// --scale=0.4: the storm with fewer clients and a proportionally smaller backend (same load, same timings);
+// by default the full run scales to the machine (storm.mjs, FULL_SCALE)
 const scaleArg = args.find((a) => a.startsWith('--scale='));
 const stormScale = scaleArg ? Number(scaleArg.slice('--scale='.length)) : null;
 if (stormScale !== null && !(stormScale > 0 && stormScale <= 1)) throw new Error('--scale must be in (0, 1]');

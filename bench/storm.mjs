@@ -45,13 +45,15 @@ export const PROFILES = {
 
 /**
  * The full run's clients per profile, as a share of BENCHMARKS.md's 300 (steady) and 500 (page load):
- * all of them where the machine has 5 cores or more, fewer on a smaller one, with the backend's
+ * all of them where the machine has 8 cores or more, fewer on a smaller one, with the backend's
  * capacity scaled the same way (so the load stays 0.75 of capacity and every fault hits as hard).
- * A 5-run batch at full scale needs about 2 cores for its load generators and servers alone (Node's
- * fetch costs ~0.7 ms of CPU per request), and on a 2-core machine their event loops then lag by
- * seconds: timers fire calls and retries in bunches, and the figures measure the machine.
+ * Measured on 2 cores (2026-12-01): at full scale a batch's load generators lagged by seconds (their
+ * timers then fire calls and retries in bunches, and the figures measure the machine); at 0.4 five
+ * stormguard runs side by side still needed 1.9 cores and lagged 0.7-2.3 s (page loads cost the
+ * generator about 2 ms of CPU per call); at 0.25 the lag p99 was 14-19 ms with three runs side by
+ * side and 49-92 ms with five.
  */
-export const FULL_SCALE = Math.min(1, os.cpus().length / 5);
+export const FULL_SCALE = Math.min(1, os.cpus().length / 8);
 
 /** The BENCHMARKS.md set-up; --quick keeps the load at 0.75 of capacity with 120 clients and shorter phases. */
 export function stormConfig(quick) {
