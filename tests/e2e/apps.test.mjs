@@ -174,7 +174,7 @@ const freePort = () => new Promise((resolve) => {
 
 for (const app of ['react', 'vue']) {
   describe(`${app} app (Vite build of the packed package)`, () => {
-    let site, context, page, errors;
+    let site, dist, context, page, errors;
     const layoutUrl = (id, doc = LAYOUT) => `${fault.url}/json?id=${id}&body=${encodeURIComponent(JSON.stringify(doc))}`;
     const failUrl = (id) => `${fault.url}/status/503?id=${id}`;
     const hangUrl = (id) => `${fault.url}/hang?id=${id}`;
@@ -183,7 +183,7 @@ for (const app of ['react', 'vue']) {
     const shot = (n) => page.screenshot({ path: join(shots, `${app}-${n}.png`), fullPage: true });
 
     before(async () => {
-      const dist = await buildApp(app);
+      dist = await buildApp(app);
       site = await startServer({ staticRoot: dist });
       context = await browser.newContext({ viewport: { width: 800, height: 600 } });
       page = await context.newPage();
@@ -275,6 +275,31 @@ for (const app of ['react', 'vue']) {
     });
 
     if (app === 'react') {
+      test('the built index.html preloads the wasm (README\'s Vite plugin): the page asks for it once', async () => {
+        const fn = /function preloadStormguardWasm\(\) \{\n[\s\S]*?\n\}\n/;
+        const config = readFileSync(join(root, 'tests/apps/react/vite.config.js'), 'utf8').match(fn)?.[0];
+        assert.ok(config, 'the app uses the plugin');
+        assert.equal(readFileSync(join(root, 'README.md'), 'utf8').match(fn)?.[0], config, 'README shows the plugin the app uses');
+        const wasmFile = readdirSync(join(dist, 'assets')).find((f) => f.endsWith('.wasm'));
+        const html = readFileSync(join(dist, 'index.html'), 'utf8');
+        assert.ok(html.includes(`<link rel="preload" href="/assets/${wasmFile}" as="fetch" type="application/wasm" crossorigin>`), html);
+        const wasmRequests = async () =>
+          (await (await fetch(`${site.url}/_log?id=default`)).json()).filter((e) => e.path === `/assets/${wasmFile}`).length;
+        const before = await wasmRequests();
+        const fresh = await browser.newContext();
+        try {
+          const p = await fresh.newPage();
+          const errs = watchPage(p);
+          await p.goto(`${site.url}/?${new URLSearchParams({ layout: layoutUrl('react-preload') })}`);
+          await p.waitForSelector('[data-testid="view"][data-state="network"]', { timeout: 10_000 });
+          await new Promise((r) => setTimeout(r, 200));
+          assert.deepEqual(errs, []);
+        } finally {
+          await fresh.close();
+        }
+        assert.equal(await wasmRequests() - before, 1);
+      });
+
       test('a client that fails to load (index.html instead of the wasm) still serves the fallback', async () => {
         // What the Vite 7 dev server does without optimizeDeps.exclude: the wasm
         // URL is answered with index.html. useSchema serves `fallback` with the error.

@@ -6,7 +6,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -347,6 +347,30 @@ describe('loading the wasm early in a page', () => {
     } finally {
       await context.close();
     }
+  });
+
+  test('README\'s preload tag: the page fetches the wasm once; a tag without crossorigin does not match (twice)', async () => {
+    const html = readFileSync(join(root, 'tests/e2e/pages/preload.html'), 'utf8');
+    const tag = '<link rel="preload" href="/pkg/stormguard_bg.wasm" as="fetch" type="application/wasm" crossorigin>';
+    assert.ok(html.includes(tag), 'the page carries the tag as README shows it');
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    assert.ok(readme.includes(tag.replace('/pkg/', '/node_modules/stormguard/')), 'README shows the same tag');
+    const requestsOf = async (body) => {
+      const context = await browser.newContext();
+      try {
+        const page = await pageWith(context, '/preloaded.html', body);
+        const before = await wasmRequests();
+        await page.goto(`${servers.site}/preloaded.html`);
+        await page.waitForFunction(() => window.result !== undefined);
+        assert.deepEqual(await page.evaluate(() => window.result), { ready: true });
+        await new Promise((r) => setTimeout(r, 200));
+        return (await wasmRequests()) - before;
+      } finally {
+        await context.close();
+      }
+    };
+    assert.equal(await requestsOf(html), 1);
+    assert.equal(await requestsOf(html.replace(' crossorigin>', '>')), 2);
   });
 });
 
