@@ -444,8 +444,11 @@ describe('worker app (the README\'s Web Worker snippet, in Vite 8 and webpack 5)
     await sh(process.execPath, [join(dir, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], dir);
     await sh(process.execPath, [join(dir, 'node_modules/webpack-cli/bin/cli.js'), '--config', 'webpack.config.cjs'], dir);
     cpSync(join(dir, 'webpack.html'), join(dir, 'dist-webpack/index.html'));
+    await sh(process.execPath, [join(dir, 'node_modules/webpack-cli/bin/cli.js'), '--config', 'webpack.page.config.cjs'], dir);
+    cpSync(join(dir, 'webpack-page.html'), join(dir, 'dist-webpack-page/index.html'));
     sites.vite = await startServer({ staticRoot: join(dir, 'dist') });
     sites.webpack = await startServer({ staticRoot: join(dir, 'dist-webpack') });
+    sites.webpackPage = await startServer({ staticRoot: join(dir, 'dist-webpack-page') });
     browserPage = await browser.newPage();
     errors = watchPage(browserPage);
   });
@@ -476,6 +479,30 @@ describe('worker app (the README\'s Web Worker snippet, in Vite 8 and webpack 5)
       assert.deepEqual(errors, []);
     });
   }
+
+  test('webpack: README\'s rule and preload tag, and the page asks for the wasm once', async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const rule = readFileSync(join(root, 'tests/apps/worker/webpack.page.config.cjs'), 'utf8').match(/^ *rules: \[.*\],$/m)?.[0];
+    assert.ok(rule && readme.includes(rule), 'README shows the rule the app uses');
+    const tag = readFileSync(join(root, 'tests/apps/worker/webpack-page.html'), 'utf8').match(/<link rel="preload"[^>]*>/)?.[0];
+    assert.ok(tag && readme.includes(tag), 'README shows the tag the page uses');
+    assert.ok(existsSync(join(dir, 'dist-webpack-page/stormguard_bg.wasm')), 'webpack emitted the wasm under its fixed name');
+    const site = sites.webpackPage;
+    const wasmRequests = async () =>
+      (await (await fetch(`${site.url}/_log?id=default`)).json()).filter((e) => e.path.endsWith('.wasm')).length;
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const pageErrors = watchPage(page);
+      await page.goto(`${site.url}/`);
+      await page.waitForSelector('[data-testid="out"][data-state="ready"]', { timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(await wasmRequests(), 1);
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      await context.close();
+    }
+  });
 
   test('the Vite 8 dev server, with no optimizeDeps config, serves it too', async () => {
     const port = await freePort();
