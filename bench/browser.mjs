@@ -7,9 +7,12 @@ import { ask, benchDir, forkNode, root } from './lib.mjs';
 
 export { launchChromium };
 
-/** The fault server with the repository as static root (pages, bench/.build, pkg/) on loopback. */
-export async function startSite() {
-  const { child, ready } = await forkNode(join(benchDir, 'server-proc.mjs'), [JSON.stringify({ staticRoot: root })]);
+/**
+ * The fault server with the repository as static root (pages, bench/.build, pkg/) on loopback;
+ * `options` are more of startServer's (staticCacheControl).
+ */
+export async function startSite(options = {}) {
+  const { child, ready } = await forkNode(join(benchDir, 'server-proc.mjs'), [JSON.stringify({ staticRoot: root, ...options })]);
   return {
     url: ready.url,
     close: async () => {

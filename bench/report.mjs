@@ -241,13 +241,16 @@ function startupSection(res, charts) {
   });
   const rows = names.map((n) => {
     const l = s.libs[n];
-    return [n, fixed(l.importMs.median, 1), fixed(l.readyMs.median, 1), fixed(l.readyMs.p90, 1), fixed(l.navToReadyMs.median, 1)];
+    const warm = l.warmReadyMs ? fixed(l.warmReadyMs.median, 1) : '—';
+    return [n, fixed(l.importMs.median, 1), fixed(l.readyMs.median, 1), fixed(l.readyMs.p90, 1), warm, fixed(l.navToReadyMs.median, 1)];
   });
-  return `## 2. Start-up\n\nA fresh browser context (empty cache) per load, the loads of the libraries alternating; each page ` +
+  return `## 2. Start-up\n\nA fresh browser context (empty cache) per cold load, the loads of the libraries alternating; each page ` +
     `\`import()\`s the library's bundle from section 1 and makes it ready for a first call (stormguard: \`await createClient()\`, ` +
     `which fetches, compiles and instantiates the wasm; ky/ofetch/axios: \`create()\`; cockatiel: the storm benchmark's policy). ` +
+    `Warm: the same page loaded again in that context (files from the HTTP cache, and whatever V8 cached of their code). ` +
+    `\`stormguard+preload\`: a page whose HTML preloads the wasm (\`<link rel="preload" as="fetch" crossorigin>\`). ` +
     `Times in ms from just before the \`import()\`; the last column from navigation start.\n\n` +
-    mdTable(['library', 'import, median', 'import -> ready, median', 'import -> ready, p90', 'navigation -> ready, median'], rows) +
+    mdTable(['library', 'import, median', 'import -> ready, median', 'import -> ready, p90', 'warm import -> ready, median', 'navigation -> ready, median'], rows) +
     '\n\n![start-up](startup.svg)\n\n';
 }
 

@@ -295,11 +295,11 @@ async function wasmFromResponse(res, where = res.url) {
   return checkWasmBytes(await res.arrayBuffer(), where, type);
 }
 
-/** fetch(url) for the module, with the URL and the fix in the error. */
-export async function fetchWasm(url) {
+/** fetch(url, init) for the module, with the URL and the fix in the error. */
+export async function fetchWasm(url, init) {
   let res;
   try {
-    res = await fetch(url);
+    res = await fetch(url, init);
   } catch (e) {
     throw new NetworkError(`stormguard: could not fetch the wasm module ${url}: ${e?.message ?? e}. ${WASM_FIX}`, {
       cause: e,
@@ -309,11 +309,12 @@ export async function fetchWasm(url) {
 }
 
 /**
- * Instantiates the module from `source` (`{ kind, value }`) through
- * wasm-bindgen's `init`; `fromUrl(value)` turns a 'url' kind (or the default,
- * undefined) into `{ input, where }`, the host's way.
+ * Instantiates the module from `source` (`{ kind, value }`) through the
+ * wasm-bindgen glue (`{ imports, finish }`, see scripts/build.mjs);
+ * `fromUrl(value)` turns a 'url' kind (or the default, undefined) into
+ * `{ input, where }`, the host's way.
  */
-export async function loadWasm(init, source, fromUrl) {
+export async function loadWasm(glue, source, fromUrl) {
   const { kind, value } = source ?? { kind: 'url' };
   let input = value;
   let where = '';
@@ -322,25 +323,97 @@ export async function loadWasm(init, source, fromUrl) {
     where = value.url;
     input = await wasmFromResponse(value);
   } else if (kind === 'bytes') input = checkWasmBytes(value);
-  await instantiate(init, input, where);
+  await instantiate(glue, input, where);
+}
+
+/** The failure to compile or instantiate what `where` gave, as the OptionsError that names it. */
+function notThisModule(e, where) {
+  return new OptionsError(
+    `stormguard: ${where || 'the wasm option'} is not this version's stormguard WebAssembly module ` +
+      `(${e?.name}: ${e?.message}). ${WASM_FIX}`,
+    { option: 'wasm', cause: e },
+  );
 }
 
 /**
- * Instantiates through wasm-bindgen's `init` (given a Response, bytes or a
- * Module, never a URL: nothing is fetched here), turning its failure (a
- * CompileError, a LinkError, or another module's missing exports) into an
- * OptionsError that names where the module came from.
+ * `input` (a Response served as application/wasm, checked bytes, or a
+ * Module) compiled; a Response compiles while its body streams in.
+ * Rejects with the OptionsError naming `where`.
  */
-async function instantiate(init, input, where) {
+async function compile(input, where) {
   try {
-    await init({ module_or_path: input });
+    if (tag(input) === '[object WebAssembly.Module]') return input;
+    if (typeof Response === 'function' && input instanceof Response) return await WebAssembly.compileStreaming(input);
+    return await WebAssembly.compile(input);
   } catch (e) {
-    throw new OptionsError(
-      `stormguard: ${where || 'the wasm option'} is not this version's stormguard WebAssembly module ` +
-        `(${e?.name}: ${e?.message}). ${WASM_FIX}`,
-      { option: 'wasm', cause: e },
-    );
+    throw notThisModule(e, where);
   }
+}
+
+/**
+ * Compiles `input` (nothing is fetched here) and instantiates it with the
+ * glue's imports, turning a failure (a CompileError, a LinkError, another
+ * module's missing exports) into an OptionsError that names where the module
+ * came from.
+ */
+async function instantiate(glue, input, where) {
+  const module = await compile(input, where);
+  try {
+    glue.finish(await WebAssembly.instantiate(module, glue.imports()), module);
+  } catch (e) {
+    throw notThisModule(e, where);
+  }
+}
+
+/**
+ * The default module (`url()`, the file beside the browser entry) fetched and
+ * compiled from the moment the entry is evaluated, so the download and the
+ * compilation run while the app's own code does, not after its createClient.
+ * It starts a microtask later: a createClient made while the app's modules
+ * are evaluated (at module scope) loads the module itself, and one with a
+ * `wasm` option then fetches only what that names. Only http(s) URLs are
+ * fetched early (not a jsdom page's file: URL).
+ *
+ * `take()` hands the load over once (a promise of `{ input, where }`, input a
+ * compiled Module), or undefined when none was started or it was taken;
+ * `cancel()` stops it (the first createClient names another module), aborting
+ * the download if it is under way.
+ */
+export function earlyWasm(url) {
+  let state = 'scheduled';
+  let pending;
+  let controller;
+  Promise.resolve().then(() => {
+    if (state !== 'scheduled') return;
+    state = 'off';
+    // A host that lacks these hears about it from createClient (checkHost).
+    if (typeof fetch !== 'function' || typeof AbortController !== 'function' || typeof WebAssembly !== 'object') return;
+    let href;
+    try {
+      href = url();
+    } catch {
+      return;
+    }
+    if (!/^https?:$/.test(href.protocol)) return;
+    state = 'started';
+    const where = href.href;
+    controller = new AbortController();
+    pending = fetchWasm(href, { signal: controller.signal }).then(async (input) => ({ input: await compile(input, where), where }));
+    pending.catch(() => {}); // reported by the createClient that takes it
+  });
+  return {
+    take() {
+      const p = pending;
+      pending = undefined;
+      state = 'taken';
+      return p;
+    },
+    cancel() {
+      if (pending) controller.abort();
+      pending = undefined;
+      state = 'cancelled';
+    },
+  };
 }
 
 /**

@@ -3,9 +3,13 @@
 // webpack 5, Rspack and Next.js resolve at build time) or from what the first
 // createClient's `wasm` option names (esbuild and other bundlers that do not
 // rewrite that URL, CDNs, CSP-strict pages), and instantiated once per realm.
+// The file beside it is fetched and compiled as soon as this module has been
+// evaluated, so it is ready or nearly so when the app calls createClient
+// (core.js, earlyWasm); a page can start it sooner still with a preload tag
+// (README, "Preloading the wasm").
 import './preflight.js';
-import init, * as wasm from './stormguard.js';
-import { fetchWasm, loadWasm, makeCreateClient } from './core.js';
+import { Client, finish, imports } from './stormguard.js';
+import { earlyWasm, fetchWasm, loadWasm, makeCreateClient } from './core.js';
 
 export {
   StormguardError, TimeoutError, AbortError, NetworkError, HttpError,
@@ -15,10 +19,22 @@ export {
 /** A string resolves against the document's base URL (a worker's own URL in a worker). */
 const base = () => globalThis.document?.baseURI ?? globalThis.location?.href;
 
+/** The file beside this one (one literal, for the bundlers that rewrite it). */
+const beside = () => new URL('./stormguard_bg.wasm', import.meta.url);
+const early = earlyWasm(beside);
+
+/** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
+const glue = { Client, finish, imports };
+
 export const createClient = makeCreateClient(async (source) => {
-  await loadWasm(init, source, async (value) => {
-    const url = value === undefined ? new URL('./stormguard_bg.wasm', import.meta.url) : new URL(value, base());
+  if (source !== undefined) early.cancel();
+  await loadWasm(glue, source, async (value) => {
+    if (value === undefined) {
+      const started = early.take();
+      if (started) return started;
+    }
+    const url = value === undefined ? beside() : new URL(value, base());
     return { input: await fetchWasm(url), where: url.href };
   });
-  return wasm;
+  return glue;
 });

@@ -9,7 +9,7 @@
 // module's own file URL, from which the file beside it is found.
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import init, * as wasm from './stormguard.js';
+import { Client, finish, imports } from './stormguard.js';
 import { OptionsError, checkWasmBytes, fetchWasm, loadWasm, makeCreateClient } from './core.js';
 
 export {
@@ -36,8 +36,11 @@ async function readWasm(path) {
   return checkWasmBytes(bytes, path);
 }
 
+/** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
+const glue = { Client, finish, imports };
+
 export const createClient = makeCreateClient(async (source) => {
-  await loadWasm(init, source, async (value) => {
+  await loadWasm(glue, source, async (value) => {
     if (value === undefined) {
       const where = fileURLToPath(new URL(FILE, String(import.meta.url)));
       return { input: await readWasm(where), where };
@@ -48,5 +51,5 @@ export const createClient = makeCreateClient(async (source) => {
     const where = url ? fileURLToPath(url) : value;
     return { input: await readWasm(where), where };
   });
-  return wasm;
+  return glue;
 });

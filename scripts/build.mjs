@@ -66,6 +66,42 @@ run(join(root, 'node_modules/.bin/wasm-opt'), [
   wasmOut, '-o', wasmOut,
 ]);
 
+// The wasm-bindgen glue as shipped: only what the entries use, minified.
+// core.js instantiates the module itself (it compiles while the file
+// streams in, from import time in the browser entry), so the glue's own
+// loader (`__wbg_init`, its fetch of a URL, its MIME fallback) is dropped;
+// it exports the two pieces that loader was made of instead. initSync stays
+// for the tests and the memory bench, which reach the instance's exports
+// through it (the entries leave it out, so app bundles do too). The glue as
+// wasm-bindgen wrote it stays in target/glue/ for reading.
+const { build } = await import(join(root, 'node_modules/esbuild/lib/main.js'));
+{
+  const glueOut = join(pkg, 'stormguard.js');
+  const glueDir = join(root, 'target/glue');
+  const glueRaw = join(glueDir, 'stormguard.js');
+  mkdirSync(glueDir, { recursive: true });
+  const raw = readFileSync(glueOut, 'utf8');
+  const exportsLine = 'export { initSync, __wbg_init as default };';
+  const pieces = ['function __wbg_get_imports()', 'function __wbg_finalize_init(instance, module)', exportsLine];
+  const lacking = pieces.filter((p) => !raw.includes(p));
+  if (lacking.length) {
+    throw new Error(`the wasm-bindgen glue lacks ${lacking.join(', ')}: its loader changed (a new wasm-bindgen?); ` +
+      'update the glue step of scripts/build.mjs and instantiate() in pkg-template/core.js together');
+  }
+  writeFileSync(glueRaw, raw.replace(exportsLine,
+    'export { initSync, __wbg_get_imports as imports, __wbg_finalize_init as finish };'));
+  rmSync(glueOut);
+  await build({
+    entryPoints: [glueRaw],
+    outfile: glueOut,
+    bundle: true,
+    format: 'esm',
+    minify: true,
+    banner: { js: '/* stormguard: the wasm-bindgen glue, minified, without its loader (scripts/build.mjs). */' },
+    logLevel: 'warning',
+  });
+}
+
 for (const name of readdirSync(template)) {
   if (name !== 'package.json') copyFileSync(join(template, name), join(pkg, name));
 }
@@ -77,7 +113,6 @@ for (const name of ['LICENSE-MIT', 'LICENSE-APACHE']) copyFileSync(join(root, na
 // `import.meta.url` becomes this file's own URL; TextDecoder and TextEncoder
 // fall back to node:util's where the global has none (Jest's jsdom
 // environment), so the glue's module-level decoder does not throw on load.
-const { build } = await import(join(root, 'node_modules/esbuild/lib/main.js'));
 const cjsBanner = [
   '/* stormguard: CommonJS build of the ESM entry (scripts/build.mjs). */',
   "const __stormguard_url = require('node:url').pathToFileURL(__filename).href;",

@@ -174,7 +174,7 @@ const freePort = () => new Promise((resolve) => {
 
 for (const app of ['react', 'vue']) {
   describe(`${app} app (Vite build of the packed package)`, () => {
-    let site, context, page, errors;
+    let site, dist, context, page, errors;
     const layoutUrl = (id, doc = LAYOUT) => `${fault.url}/json?id=${id}&body=${encodeURIComponent(JSON.stringify(doc))}`;
     const failUrl = (id) => `${fault.url}/status/503?id=${id}`;
     const hangUrl = (id) => `${fault.url}/hang?id=${id}`;
@@ -183,7 +183,7 @@ for (const app of ['react', 'vue']) {
     const shot = (n) => page.screenshot({ path: join(shots, `${app}-${n}.png`), fullPage: true });
 
     before(async () => {
-      const dist = await buildApp(app);
+      dist = await buildApp(app);
       site = await startServer({ staticRoot: dist });
       context = await browser.newContext({ viewport: { width: 800, height: 600 } });
       page = await context.newPage();
@@ -275,6 +275,31 @@ for (const app of ['react', 'vue']) {
     });
 
     if (app === 'react') {
+      test('the built index.html preloads the wasm (README\'s Vite plugin): the page asks for it once', async () => {
+        const fn = /function preloadStormguardWasm\(\) \{\n[\s\S]*?\n\}\n/;
+        const config = readFileSync(join(root, 'tests/apps/react/vite.config.js'), 'utf8').match(fn)?.[0];
+        assert.ok(config, 'the app uses the plugin');
+        assert.equal(readFileSync(join(root, 'README.md'), 'utf8').match(fn)?.[0], config, 'README shows the plugin the app uses');
+        const wasmFile = readdirSync(join(dist, 'assets')).find((f) => f.endsWith('.wasm'));
+        const html = readFileSync(join(dist, 'index.html'), 'utf8');
+        assert.ok(html.includes(`<link rel="preload" href="/assets/${wasmFile}" as="fetch" type="application/wasm" crossorigin>`), html);
+        const wasmRequests = async () =>
+          (await (await fetch(`${site.url}/_log?id=default`)).json()).filter((e) => e.path === `/assets/${wasmFile}`).length;
+        const before = await wasmRequests();
+        const fresh = await browser.newContext();
+        try {
+          const p = await fresh.newPage();
+          const errs = watchPage(p);
+          await p.goto(`${site.url}/?${new URLSearchParams({ layout: layoutUrl('react-preload') })}`);
+          await p.waitForSelector('[data-testid="view"][data-state="network"]', { timeout: 10_000 });
+          await new Promise((r) => setTimeout(r, 200));
+          assert.deepEqual(errs, []);
+        } finally {
+          await fresh.close();
+        }
+        assert.equal(await wasmRequests() - before, 1);
+      });
+
       test('a client that fails to load (index.html instead of the wasm) still serves the fallback', async () => {
         // What the Vite 7 dev server does without optimizeDeps.exclude: the wasm
         // URL is answered with index.html. useSchema serves `fallback` with the error.
@@ -419,8 +444,11 @@ describe('worker app (the README\'s Web Worker snippet, in Vite 8 and webpack 5)
     await sh(process.execPath, [join(dir, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], dir);
     await sh(process.execPath, [join(dir, 'node_modules/webpack-cli/bin/cli.js'), '--config', 'webpack.config.cjs'], dir);
     cpSync(join(dir, 'webpack.html'), join(dir, 'dist-webpack/index.html'));
+    await sh(process.execPath, [join(dir, 'node_modules/webpack-cli/bin/cli.js'), '--config', 'webpack.page.config.cjs'], dir);
+    cpSync(join(dir, 'webpack-page.html'), join(dir, 'dist-webpack-page/index.html'));
     sites.vite = await startServer({ staticRoot: join(dir, 'dist') });
     sites.webpack = await startServer({ staticRoot: join(dir, 'dist-webpack') });
+    sites.webpackPage = await startServer({ staticRoot: join(dir, 'dist-webpack-page') });
     browserPage = await browser.newPage();
     errors = watchPage(browserPage);
   });
@@ -451,6 +479,30 @@ describe('worker app (the README\'s Web Worker snippet, in Vite 8 and webpack 5)
       assert.deepEqual(errors, []);
     });
   }
+
+  test('webpack: README\'s rule and preload tag, and the page asks for the wasm once', async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const rule = readFileSync(join(root, 'tests/apps/worker/webpack.page.config.cjs'), 'utf8').match(/^ *rules: \[.*\],$/m)?.[0];
+    assert.ok(rule && readme.includes(rule), 'README shows the rule the app uses');
+    const tag = readFileSync(join(root, 'tests/apps/worker/webpack-page.html'), 'utf8').match(/<link rel="preload"[^>]*>/)?.[0];
+    assert.ok(tag && readme.includes(tag), 'README shows the tag the page uses');
+    assert.ok(existsSync(join(dir, 'dist-webpack-page/stormguard_bg.wasm')), 'webpack emitted the wasm under its fixed name');
+    const site = sites.webpackPage;
+    const wasmRequests = async () =>
+      (await (await fetch(`${site.url}/_log?id=default`)).json()).filter((e) => e.path.endsWith('.wasm')).length;
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const pageErrors = watchPage(page);
+      await page.goto(`${site.url}/`);
+      await page.waitForSelector('[data-testid="out"][data-state="ready"]', { timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(await wasmRequests(), 1);
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      await context.close();
+    }
+  });
 
   test('the Vite 8 dev server, with no optimizeDeps config, serves it too', async () => {
     const port = await freePort();

@@ -6,7 +6,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -256,6 +256,121 @@ describe('the wasm option in a page', () => {
     assert.match(result.html.message, new RegExp(`${servers.site}/tests/e2e/pages/esm\\.html is not a WebAssembly module`));
     assert.match(result.html.message, /content-type text\/html/);
     assert.equal(result.loaded, 'function');
+  });
+});
+
+describe('loading the wasm early in a page', () => {
+  before(async () => {
+    browser ??= await launchChromium();
+  });
+
+  const WASM = '/pkg/stormguard_bg.wasm';
+  /** The site's requests for the default wasm file so far (static files log under the id 'default'). */
+  const wasmRequests = async () =>
+    (await (await fetch(`${servers.site}/_log?id=default`)).json()).filter((e) => e.path === WASM).length;
+
+  /** A page at `path` on the site whose HTML is `html` (the modules and the wasm come from the site). */
+  async function pageWith(context, path, html) {
+    const page = await context.newPage();
+    await page.route(`${servers.site}${path}`, (route) => route.fulfill({ contentType: 'text/html', body: html }));
+    return page;
+  }
+
+  test('the default module is fetched as the package is imported, before any createClient, and only once', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const errors = watchErrors(page);
+      const before = await wasmRequests();
+      await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+      await page.waitForFunction(() => window.ready === true);
+      // No createClient yet: the import alone has asked for the wasm.
+      for (let i = 0; i < 100 && (await wasmRequests()) === before; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await wasmRequests(), before + 1);
+      const out = await page.evaluate(async (fault) => {
+        const c = await window.stormguard.createClient();
+        const again = await window.stormguard.createClient();
+        return [(await c.request(`${fault}/echo?id=early`)).method, typeof again.request];
+      }, servers.fault);
+      assert.deepEqual(out, ['GET', 'function']);
+      assert.equal(await wasmRequests(), before + 1);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a createClient({ wasm }) at module scope fetches only the module it names', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await pageWith(context, '/scoped.html', `<!doctype html><link rel="icon" href="data:,">
+        <script type="module">
+          import { createClient } from '/pkg/index.js';
+          const c = await createClient({ wasm: '${WASM}?id=named' });
+          window.result = typeof c.request;
+        </script>`);
+      const errors = watchErrors(page);
+      const before = await wasmRequests();
+      await page.goto(`${servers.site}/scoped.html`);
+      await page.waitForFunction(() => window.result !== undefined);
+      assert.equal(await page.evaluate(() => window.result), 'function');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(await wasmRequests(), before, 'the default file was not requested');
+      const named = (await (await fetch(`${servers.site}/_log?id=named`)).json()).filter((e) => e.path === WASM);
+      assert.equal(named.length, 1);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('an early load that failed is the first createClient\'s error; the next one loads again', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      let served = 0;
+      // The first request for the default file gets a 404, as from a server that lacks it.
+      await page.route(`${servers.site}${WASM}`, (route) =>
+        served++ === 0 ? route.fulfill({ status: 404, contentType: 'text/plain', body: 'not here' }) : route.continue());
+      await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+      await page.waitForFunction(() => window.ready === true);
+      const out = await page.evaluate(async () => {
+        const first = await window.stormguard.createClient().then(() => 'loaded', (e) => ({ name: e.name, option: e.option, message: e.message }));
+        const second = await window.stormguard.createClient().then((c) => typeof c.request);
+        return { first, second };
+      });
+      assert.equal(out.first.name, 'OptionsError');
+      assert.equal(out.first.option, 'wasm');
+      assert.match(out.first.message, new RegExp(`${servers.site}${WASM} failed with HTTP 404`));
+      assert.equal(out.second, 'function');
+      assert.equal(served, 2);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('README\'s preload tag: the page fetches the wasm once; a tag without crossorigin does not match (twice)', async () => {
+    const html = readFileSync(join(root, 'tests/e2e/pages/preload.html'), 'utf8');
+    const tag = '<link rel="preload" href="/pkg/stormguard_bg.wasm" as="fetch" type="application/wasm" crossorigin>';
+    assert.ok(html.includes(tag), 'the page carries the tag as README shows it');
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    assert.ok(readme.includes(tag.replace('/pkg/', '/node_modules/stormguard/')), 'README shows the same tag');
+    const requestsOf = async (body) => {
+      const context = await browser.newContext();
+      try {
+        const page = await pageWith(context, '/preloaded.html', body);
+        const before = await wasmRequests();
+        await page.goto(`${servers.site}/preloaded.html`);
+        await page.waitForFunction(() => window.result !== undefined);
+        assert.deepEqual(await page.evaluate(() => window.result), { ready: true });
+        await new Promise((r) => setTimeout(r, 200));
+        return (await wasmRequests()) - before;
+      } finally {
+        await context.close();
+      }
+    };
+    assert.equal(await requestsOf(html), 1);
+    assert.equal(await requestsOf(html.replace(' crossorigin>', '>')), 2);
   });
 });
 

@@ -132,6 +132,8 @@ export async function startServer({
   port = 0,
   host = '127.0.0.1',
   staticRoot = null,
+  // Cache-Control of static files; the start-up benchmark's warm loads need them cacheable.
+  staticCacheControl = 'no-store',
   extraPorts = 0,
   logCap = LOG_CAP_DEFAULT,
   close: alwaysClose = false,
@@ -957,7 +959,7 @@ export async function startServer({
     res.statusCode = 200;
     res.setHeader('Content-Type', MIME[path.extname(file).toLowerCase()] ?? 'application/octet-stream');
     res.setHeader('Content-Length', String(st.size));
-    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('Cache-Control', staticCacheControl);
     setStatus(ctx, 200);
     if (req.method === 'HEAD') return res.end();
     const stream = fs.createReadStream(file);
