@@ -18,6 +18,7 @@
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod call_options;
 pub mod classify;
 pub mod deadline;
 pub mod guard;

@@ -21,6 +21,7 @@
 //! * `gatewayTimeoutMs` is a timeout (> 0) and derives
 //!   `timeoutMs = ceil(1.2 * g)`, computed exactly as `ceil(6g / 5)`.
 
+use super::call_options::is_token;
 use crate::text::{cat, decimal};
 use std::fmt;
 
@@ -49,14 +50,17 @@ impl fmt::Display for OptionsError {
 
 impl std::error::Error for OptionsError {}
 
-type Result<T> = std::result::Result<T, OptionsError>;
-
-fn invalid(option: &str, reason: &str) -> OptionsError {
-    OptionsError {
-        option: option.to_owned(),
-        reason: reason.to_owned(),
+impl OptionsError {
+    /// The one way to build one, core and web side alike.
+    pub fn new(option: &str, reason: &str) -> OptionsError {
+        OptionsError {
+            option: option.to_owned(),
+            reason: reason.to_owned(),
+        }
     }
 }
+
+type Result<T> = std::result::Result<T, OptionsError>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Jitter {
@@ -197,7 +201,10 @@ impl HedgeConfig {
             (false, Some(ms), _) => HedgeAfter::Ms(duration("hedge.afterMs", ms, 0.0)?),
             (false, None, Some(b)) => b.after,
             (false, None, None) => {
-                return Err(invalid("hedge.afterMs", "is required (a number or 'p95')"))
+                return Err(OptionsError::new(
+                    "hedge.afterMs",
+                    "is required (a number or 'p95')",
+                ))
             }
         };
         let max = or(raw.max, base.map_or(1, |b| b.max), |v| {
@@ -266,7 +273,7 @@ impl RetryConfig {
         let jitter = match &raw.jitter {
             None => self.jitter,
             Some(name) => Jitter::parse(name).ok_or_else(|| {
-                invalid(
+                OptionsError::new(
                     "retry.jitter",
                     "must be 'full', 'equal', 'decorrelated' or 'none'",
                 )
@@ -370,7 +377,10 @@ impl BreakerConfig {
             Some(v) => {
                 let v = duration("breaker.maxOpenMs", v, 0.0)?;
                 if v < open_ms {
-                    return Err(invalid("breaker.maxOpenMs", "must be at least openMs"));
+                    return Err(OptionsError::new(
+                        "breaker.maxOpenMs",
+                        "must be at least openMs",
+                    ));
                 }
                 v
             }
@@ -393,7 +403,7 @@ impl BreakerConfig {
                 if v > 0.0 {
                     Ok(v)
                 } else {
-                    Err(invalid(
+                    Err(OptionsError::new(
                         "breaker.failureRate",
                         "must be above 0 and at most 1",
                     ))
@@ -420,7 +430,12 @@ impl BreakerConfig {
                     // k < 1 would shed load from a backend that accepts everything.
                     in_range("breaker.k", v, 1.0, 100.0, "must be from 1 to 100")
                 })?),
-                Some(_) => return Err(invalid("breaker.mode", "must be 'binary' or 'adaptive'")),
+                Some(_) => {
+                    return Err(OptionsError::new(
+                        "breaker.mode",
+                        "must be 'binary' or 'adaptive'",
+                    ))
+                }
             },
         })
     }
@@ -534,7 +549,7 @@ impl ClientConfig {
             (None, Some(g)) => {
                 let derived = (g * 6.0 / 5.0).ceil();
                 if derived > MAX_DURATION_MS {
-                    return Err(invalid(
+                    return Err(OptionsError::new(
                         "gatewayTimeoutMs",
                         "gives a timeoutMs above 2147483647",
                     ));
@@ -625,7 +640,7 @@ fn finite(option: &str, v: f64) -> Result<f64> {
     if v.is_finite() {
         Ok(v)
     } else {
-        Err(invalid(option, "must be a finite number"))
+        Err(OptionsError::new(option, "must be a finite number"))
     }
 }
 
@@ -634,7 +649,7 @@ fn in_range(option: &str, v: f64, min: f64, max: f64, reason: &str) -> Result<f6
     if (min..=max).contains(&v) {
         Ok(v)
     } else {
-        Err(invalid(option, reason))
+        Err(OptionsError::new(option, reason))
     }
 }
 
@@ -643,7 +658,7 @@ fn integer(option: &str, v: f64, min: f64, max: f64) -> Result<f64> {
     if v.fract() == 0.0 && (min..=max).contains(&v) {
         Ok(v)
     } else {
-        Err(invalid(
+        Err(OptionsError::new(
             option,
             &cat(&[
                 "must be an integer from ",
@@ -669,7 +684,7 @@ fn status(v: f64) -> Result<u16> {
     if v.is_finite() && v.fract() == 0.0 && (100.0..=599.0).contains(&v) {
         Ok(v as u16)
     } else {
-        Err(invalid(
+        Err(OptionsError::new(
             "retry.statuses",
             "must hold integers from 100 to 599",
         ))
@@ -678,11 +693,13 @@ fn status(v: f64) -> Result<u16> {
 
 /// An HTTP method token (RFC 9110 `tchar`s), uppercased.
 fn method(m: &str) -> Result<String> {
-    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    if !m.is_empty() && m.bytes().all(tchar) {
+    if is_token(m) {
         Ok(m.to_ascii_uppercase())
     } else {
-        Err(invalid("retry.methods", "must hold HTTP method names"))
+        Err(OptionsError::new(
+            "retry.methods",
+            "must hold HTTP method names",
+        ))
     }
 }
 

@@ -10,6 +10,8 @@ use super::cancel::Cancel;
 use crate::policy::guard::Spec;
 use crate::policy::options::CallConfig;
 
+pub use crate::policy::call_options::ResponseType;
+
 /// Everything one logical call needs, fixed before its first attempt.
 pub struct Call {
     pub request_id: String,
@@ -51,36 +53,6 @@ impl Call {
             has_key: self.has_key,
             cfg: &self.cfg,
             prefer_cache: self.prefer_cache,
-        }
-    }
-}
-
-/// What a call resolves with.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ResponseType {
-    Json,
-    Text,
-    Bytes,
-    Response,
-}
-
-impl ResponseType {
-    pub fn name(self) -> &'static str {
-        match self {
-            ResponseType::Json => "json",
-            ResponseType::Text => "text",
-            ResponseType::Bytes => "bytes",
-            ResponseType::Response => "response",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ResponseType> {
-        match s {
-            "json" => Some(ResponseType::Json),
-            "text" => Some(ResponseType::Text),
-            "bytes" => Some(ResponseType::Bytes),
-            "response" => Some(ResponseType::Response),
-            _ => None,
         }
     }
 }

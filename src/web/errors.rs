@@ -35,10 +35,7 @@ pub enum ErrorKind {
     Parse {
         cause: JsValue,
     },
-    Options {
-        option: String,
-        reason: String,
-    },
+    Options(OptionsError),
 }
 
 pub struct CallError {
@@ -75,13 +72,6 @@ impl CallError {
         }
     }
 
-    pub fn options(e: OptionsError) -> CallError {
-        CallError::new(ErrorKind::Options {
-            option: e.option,
-            reason: e.reason,
-        })
-    }
-
     /// The HTTP status, for an `HttpError`.
     pub fn status(&self) -> Option<u16> {
         match self.kind {
@@ -99,7 +89,7 @@ impl CallError {
             ErrorKind::CircuitOpen { .. } => "CircuitOpenError",
             ErrorKind::QueueFull => "QueueFullError",
             ErrorKind::Parse { .. } => "ParseError",
-            ErrorKind::Options { .. } => "OptionsError",
+            ErrorKind::Options(_) => "OptionsError",
         }
     }
 
@@ -123,9 +113,7 @@ impl CallError {
             ErrorKind::CircuitOpen { key, .. } => cat(&["circuit open for ", key]),
             ErrorKind::QueueFull => "concurrency queue is full".into(),
             ErrorKind::Parse { .. } => "response body could not be parsed".into(),
-            ErrorKind::Options { option, reason } => {
-                cat(&["invalid option ", option, ": ", reason])
-            }
+            ErrorKind::Options(e) => cat(&["invalid option ", &e.option, ": ", &e.reason]),
         }
     }
 
@@ -169,10 +157,16 @@ impl CallError {
                 o.set("key", key.as_str()).set("retryInMs", *retry_in_ms);
             }
             ErrorKind::QueueFull => {}
-            ErrorKind::Options { option, .. } => {
-                o.set("option", option.as_str());
+            ErrorKind::Options(e) => {
+                o.set("option", e.option.as_str());
             }
         }
         o.into_js()
+    }
+}
+
+impl From<OptionsError> for CallError {
+    fn from(e: OptionsError) -> CallError {
+        CallError::new(ErrorKind::Options(e))
     }
 }

@@ -18,6 +18,7 @@ mod fetch;
 mod hedge;
 mod host;
 mod options;
+mod request;
 mod schema;
 mod storage;
 mod task;

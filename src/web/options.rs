@@ -10,18 +10,12 @@ use wasm_bindgen::JsCast;
 
 use super::convert::get;
 use super::host::{array_from, entries, instance_of};
+use crate::policy::call_options::{RawIdemKey, Scalar};
 use crate::policy::options::{
     OptionsError, RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency,
     RawHedge, RawRetry, RawStorage, Toggle,
 };
 use crate::text::cat;
-
-fn err(option: &str, reason: &str) -> OptionsError {
-    OptionsError {
-        option: option.to_string(),
-        reason: reason.to_string(),
-    }
-}
 
 fn join(prefix: &str, k: &str) -> String {
     if prefix.is_empty() {
@@ -46,7 +40,7 @@ impl<'a> Reader<'a> {
         } else if obj.is_object() && !obj.is_function() {
             Some(obj)
         } else {
-            return Err(err(name, "must be an object"));
+            return Err(OptionsError::new(name, "must be an object"));
         };
         // request()'s options and fetch()'s init name their keys alike:
         // `timeoutMs`, `retry.maxAttempts`, as the range checks do.
@@ -61,7 +55,10 @@ impl<'a> Reader<'a> {
         match get(obj, k) {
             Ok(v) if v.is_undefined() => Ok(None),
             Ok(v) => Ok(Some(v)),
-            Err(_) => Err(err(&join(self.prefix, k), "could not be read")),
+            Err(_) => Err(OptionsError::new(
+                &join(self.prefix, k),
+                "could not be read",
+            )),
         }
     }
 
@@ -71,7 +68,7 @@ impl<'a> Reader<'a> {
             Some(v) => v
                 .as_f64()
                 .map(Some)
-                .ok_or_else(|| err(&join(self.prefix, k), "must be a number")),
+                .ok_or_else(|| OptionsError::new(&join(self.prefix, k), "must be a number")),
         }
     }
 
@@ -80,10 +77,9 @@ impl<'a> Reader<'a> {
         match self.value(k)? {
             None => Ok(Toggle::Default),
             Some(v) if v.as_bool() == Some(false) => Ok(Toggle::Off),
-            Some(v) => v
-                .as_f64()
-                .map(Toggle::On)
-                .ok_or_else(|| err(&join(self.prefix, k), "must be a number or false")),
+            Some(v) => v.as_f64().map(Toggle::On).ok_or_else(|| {
+                OptionsError::new(&join(self.prefix, k), "must be a number or false")
+            }),
         }
     }
 
@@ -93,7 +89,7 @@ impl<'a> Reader<'a> {
             Some(v) => v
                 .as_bool()
                 .map(Some)
-                .ok_or_else(|| err(&join(self.prefix, k), "must be a boolean")),
+                .ok_or_else(|| OptionsError::new(&join(self.prefix, k), "must be a boolean")),
         }
     }
 
@@ -103,7 +99,7 @@ impl<'a> Reader<'a> {
             Some(v) => v
                 .as_string()
                 .map(Some)
-                .ok_or_else(|| err(&join(self.prefix, k), "must be a string")),
+                .ok_or_else(|| OptionsError::new(&join(self.prefix, k), "must be a string")),
         }
     }
 
@@ -112,8 +108,8 @@ impl<'a> Reader<'a> {
             None => Ok(None),
             Some(v) if js_sys::Array::is_array(&v) => array_from(&v)
                 .map(Some)
-                .map_err(|_| err(&join(self.prefix, k), "could not be read")),
-            Some(_) => Err(err(&join(self.prefix, k), "must be an array")),
+                .map_err(|_| OptionsError::new(&join(self.prefix, k), "could not be read")),
+            Some(_) => Err(OptionsError::new(&join(self.prefix, k), "must be an array")),
         }
     }
 
@@ -123,8 +119,9 @@ impl<'a> Reader<'a> {
         };
         arr.iter()
             .map(|v| {
-                v.as_f64()
-                    .ok_or_else(|| err(&join(self.prefix, k), "must hold numbers only"))
+                v.as_f64().ok_or_else(|| {
+                    OptionsError::new(&join(self.prefix, k), "must hold numbers only")
+                })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
@@ -136,8 +133,9 @@ impl<'a> Reader<'a> {
         };
         arr.iter()
             .map(|v| {
-                v.as_string()
-                    .ok_or_else(|| err(&join(self.prefix, k), "must hold strings only"))
+                v.as_string().ok_or_else(|| {
+                    OptionsError::new(&join(self.prefix, k), "must hold strings only")
+                })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
@@ -160,7 +158,10 @@ impl<'a> Reader<'a> {
                 };
                 read(&sub).map(Toggle::On)
             }
-            Some(_) => Err(err(&join(self.prefix, k), "must be false or an object")),
+            Some(_) => Err(OptionsError::new(
+                &join(self.prefix, k),
+                "must be false or an object",
+            )),
         }
     }
 
@@ -170,14 +171,23 @@ impl<'a> Reader<'a> {
             return Ok(Vec::new());
         };
         if !v.is_object() || v.is_function() {
-            return Err(err(&join(self.prefix, k), "must be an object of strings"));
+            return Err(OptionsError::new(
+                &join(self.prefix, k),
+                "must be an object of strings",
+            ));
         }
-        let entries = pairs(&v).map_err(|_| err(&join(self.prefix, k), "could not be read"))?;
+        let entries =
+            pairs(&v).map_err(|_| OptionsError::new(&join(self.prefix, k), "could not be read"))?;
         let mut out = Vec::with_capacity(entries.length() as usize);
         for pair in entries.iter() {
             match pair_of(&pair).map(|(n, v)| (n.as_string(), v.as_string())) {
                 Some((Some(name), Some(value))) => out.push((name, value)),
-                _ => return Err(err(&join(self.prefix, k), "values must be strings")),
+                _ => {
+                    return Err(OptionsError::new(
+                        &join(self.prefix, k),
+                        "values must be strings",
+                    ))
+                }
             }
         }
         Ok(out)
@@ -279,7 +289,12 @@ fn read_hedge(r: &Reader) -> Result<RawHedge, OptionsError> {
         Some(v) if v.as_string().as_deref() == Some("p95") => (None, true),
         Some(v) => match v.as_f64() {
             Some(ms) => (Some(ms), false),
-            None => return Err(err("hedge.afterMs", "must be a number or 'p95'")),
+            None => {
+                return Err(OptionsError::new(
+                    "hedge.afterMs",
+                    "must be a number or 'p95'",
+                ))
+            }
         },
     };
     Ok(RawHedge {
@@ -302,44 +317,35 @@ pub fn read_signal(r: &Reader) -> Result<Option<web_sys::AbortSignal>, OptionsEr
         {
             Ok(Some(v.unchecked_into()))
         }
-        Some(_) => Err(err("signal", "must be an AbortSignal")),
+        Some(_) => Err(OptionsError::new("signal", "must be an AbortSignal")),
     }
 }
 
-/// `idempotencyKey: string | true`; `false`/absent means none.
-pub fn read_idempotency_key(r: &Reader) -> Result<Option<IdemKey>, OptionsError> {
+/// `idempotencyKey` as given, `true`/`false` or a string; the rules on it
+/// are the core's (`call_options::idempotency_key`).
+pub fn read_idempotency_key(r: &Reader) -> Result<Option<RawIdemKey>, OptionsError> {
     match r.value("idempotencyKey")? {
         None => Ok(None),
-        Some(v) if v.as_bool() == Some(true) => Ok(Some(IdemKey::Random)),
-        Some(v) if v.as_bool() == Some(false) => Ok(None),
-        Some(v) => match v.as_string() {
-            Some(s) => match idempotency_key_problem(&s) {
-                Some(problem) => Err(err("idempotencyKey", problem)),
-                None => Ok(Some(IdemKey::Given(s))),
-            },
-            None => Err(err("idempotencyKey", "must be a string or true")),
+        Some(v) => match (v.as_bool(), v.as_string()) {
+            (Some(b), _) => Ok(Some(RawIdemKey::Flag(b))),
+            (None, Some(s)) => Ok(Some(RawIdemKey::Text(s))),
+            (None, None) => Err(OptionsError::new(
+                "idempotencyKey",
+                "must be a string or true",
+            )),
         },
     }
 }
 
-/// What is wrong with `key` as an idempotency key, whether it came as the
-/// `idempotencyKey` option or as an `Idempotency-Key` header: None when it
-/// is 1 to 255 printable ASCII characters, not blank.
-pub fn idempotency_key_problem(key: &str) -> Option<&'static str> {
-    if key.is_empty() || key.len() > 255 {
-        return Some("must be 1 to 255 characters");
+/// A value's kind as the core's rules on it see it.
+pub fn scalar(v: &JsValue) -> Scalar {
+    if v.is_string() {
+        Scalar::Text
+    } else if let Some(n) = v.as_f64() {
+        Scalar::Number(n)
+    } else if v.as_bool().is_some() {
+        Scalar::Bool
+    } else {
+        Scalar::Other
     }
-    // It goes as a header value: what cannot be one would be dropped.
-    // Headers would trim outer spaces: the key sent would differ (and all
-    // spaces would be blank).
-    if !key.bytes().all(|b| (0x20..0x7f).contains(&b)) || key.starts_with(' ') || key.ends_with(' ')
-    {
-        return Some("must be printable ASCII with no outer spaces (it is sent as a header)");
-    }
-    None
-}
-
-pub enum IdemKey {
-    Random,
-    Given(String),
 }

@@ -23,14 +23,15 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
-use super::call::Call;
+use super::call::{Call, Mode};
 use super::convert::{get, Obj};
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::host::now_ms;
-use super::options::Reader;
+use super::options::{scalar, Reader};
 use super::storage::{Fault, Store};
-use crate::policy::options::{OptionsError, MAX_DURATION_MS};
+use crate::policy::call_options;
+use crate::policy::options::OptionsError;
 
 /// `schema()`'s own options, read after the `request()` ones.
 pub struct SchemaOptions {
@@ -44,39 +45,26 @@ pub struct SchemaOptions {
     validate: Option<Function>,
 }
 
-fn invalid(option: &str, reason: &str) -> CallError {
-    CallError::options(OptionsError {
-        option: option.to_owned(),
-        reason: reason.to_owned(),
-    })
-}
-
-pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, CallError> {
-    let r = Reader::new(options, "options").map_err(CallError::options)?;
-    let rt = r.string("responseType").map_err(CallError::options)?;
-    if rt.is_some_and(|t| t != "json" && t != "text") {
-        return Err(invalid("responseType", "must be json or text for schema()"));
+pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsError> {
+    let r = Reader::new(options, "options")?;
+    // request() has read and checked it.
+    if let Mode::Request(rt) = call.mode {
+        rt.for_schema()?;
     }
-    let cache_key = r.string("cacheKey").map_err(CallError::options)?;
-    let version = match r.value("version").map_err(CallError::options)? {
+    let cache_key = r.string("cacheKey")?;
+    let version = match r.value("version")? {
         None => JsValue::UNDEFINED,
-        Some(v) if v.is_string() || v.as_f64().is_some_and(f64::is_finite) => v,
-        Some(_) => return Err(invalid("version", "must be a string or a finite number")),
-    };
-    let max_age_ms = match r.num("maxAgeMs").map_err(CallError::options)? {
-        Some(v) if !((0.0..=MAX_DURATION_MS).contains(&v) && v.fract() == 0.0) => {
-            return Err(invalid("maxAgeMs", "must be an integer in 0..2147483647"));
+        Some(v) => {
+            call_options::version(scalar(&v))?;
+            v
         }
-        v => v,
     };
-    let fallback = r
-        .value("fallback")
-        .map_err(CallError::options)?
-        .unwrap_or(JsValue::UNDEFINED);
-    let validate = match r.value("validate").map_err(CallError::options)? {
+    let max_age_ms = call_options::max_age_ms(r.num("maxAgeMs")?)?;
+    let fallback = r.value("fallback")?.unwrap_or(JsValue::UNDEFINED);
+    let validate = match r.value("validate")? {
         Some(v) if !v.is_null() => Some(
             v.dyn_into::<Function>()
-                .map_err(|_| invalid("validate", "must be a function"))?,
+                .map_err(|_| OptionsError::new("validate", "must be a function"))?,
         ),
         _ => None,
     };

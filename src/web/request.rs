@@ -1,0 +1,462 @@
+//! Building one call from `request()`'s or `fetch()`'s arguments: the URL
+//! (resolved against `baseUrl` or the page, userinfo refused), the headers
+//! (the client's, the call's, an `Idempotency-Key`), the body (plain
+//! objects as JSON), the init or Request every attempt sends, and the
+//! call's breaker and dedupe keys. Every failure here is an `OptionsError`
+//! naming the option; the rules on plain values are the policy core's
+//! (`policy::call_options`), this module only reads JS and builds.
+
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
+
+use super::call::{Call, Mode, ResponseType, Target};
+use super::cancel::Cancel;
+use super::convert::Obj;
+use super::engine::Engine;
+use super::host::{instance_of, location_href, parse_url, prototype_of, uuid_v4};
+use super::options::{
+    pair_of, pairs, read_call, read_idempotency_key, read_signal, scalar, Reader,
+};
+use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
+use crate::policy::options::{CallConfig, OptionsError};
+use crate::text::{cat, decimal, split_http_href};
+
+type Result<T> = std::result::Result<T, OptionsError>;
+
+/// A built call and the caller's signal, which the engine links.
+pub type Built = (Call, Option<AbortSignal>);
+
+/// What the client adds to each call it builds.
+pub struct Builder {
+    /// `baseUrl` as a JS string, passed to `new URL` as it is.
+    base_url: Option<JsValue>,
+    headers: Vec<(String, String)>,
+    /// Prefixes this client's request ids.
+    tag: String,
+}
+
+/// The options `request()` and `fetch()` share.
+struct Common {
+    cfg: CallConfig,
+    signal: Option<AbortSignal>,
+    idem: Option<String>,
+    breaker_key: Option<String>,
+}
+
+impl Builder {
+    /// `baseUrl` and `headers` from the client's options.
+    pub fn read(r: &Reader) -> Result<Builder> {
+        let base_url = match r.string("baseUrl")? {
+            Some(b) => {
+                let url = Url::new(&b)
+                    .map_err(|_| OptionsError::new("baseUrl", "is not an absolute URL"))?;
+                if !url.username().is_empty() || !url.password().is_empty() {
+                    return Err(OptionsError::new("baseUrl", "must not contain credentials"));
+                }
+                Some(JsValue::from_str(&b))
+            }
+            None => None,
+        };
+        let headers = r.string_record("headers")?;
+        check_headers(&headers, "headers")?;
+        Ok(Builder {
+            base_url,
+            headers,
+            tag: uuid_v4().chars().take(8).collect(),
+        })
+    }
+
+    /// `request(url, options)` (and `schema()`'s, which `prefer_cache`s).
+    pub fn request(
+        &self,
+        engine: &Engine,
+        url: &JsValue,
+        options: &JsValue,
+        prefer_cache: bool,
+    ) -> Result<Built> {
+        let r = Reader::new(options, "options")?;
+        let common = self.common(engine, &r)?;
+        let method = call_options::method(r.string("method")?.as_deref())?;
+        let response_type = ResponseType::parse(r.string("responseType")?.as_deref())?;
+        let url = self.resolve_url(url)?;
+        if let Some(q) = r.value("query")? {
+            set_query(&url, &q)?;
+        }
+        let call_headers = r.string_record("headers")?;
+        let has_headers =
+            !(self.headers.is_empty() && call_headers.is_empty()) || common.idem.is_some();
+        let body = r.value("body")?.filter(|b| !b.is_null());
+        // Always built for a body (encode_body may set its type).
+        let headers = if has_headers || body.is_some() {
+            Some(self.headers(&call_headers)?)
+        } else {
+            None
+        };
+        let url = endpoint(&url)?;
+        let target = target(&url.0, &method, headers, body)?;
+        let (mut call, signal) = self.call(
+            engine,
+            url,
+            method,
+            target,
+            Mode::Request(response_type),
+            common,
+        )?;
+        call.prefer_cache = prefer_cache;
+        if engine.cfg.dedupe && call.named_by_url() {
+            let headers = call.target.headers().filter(|_| has_headers);
+            call.dedupe_key = Some(dedupe_key(&call, headers, response_type));
+        }
+        Ok((call, signal))
+    }
+
+    /// The client's headers, then the call's.
+    fn headers(&self, call_headers: &[(String, String)]) -> Result<Headers> {
+        let headers = Headers::new().map_err(|_| OptionsError::new("headers", "unsupported"))?;
+        for (k, v) in self.headers.iter().chain(call_headers.iter()) {
+            headers.set(k, v).map_err(|_| {
+                OptionsError::new("headers", "holds an invalid header name or value")
+            })?;
+        }
+        Ok(headers)
+    }
+
+    /// `fetch(input, init)`.
+    pub fn fetch(&self, engine: &Engine, input: &JsValue, init: &JsValue) -> Result<Built> {
+        let r = Reader::new(init, "init")?;
+        let mut common = self.common(engine, &r)?;
+        // The Request sees the caller's init minus the signal: each attempt
+        // gets its own, linked to the caller's. The Request constructor reads
+        // `init` itself, member by member, through a Proxy whose `get` trap
+        // is `Reflect.get(init, key)` (inherited members and getters, with
+        // `init` as their receiver, as the host's fetch reads them) except
+        // for `signal`. Never a copy: Object.assign or a spread would turn
+        // an own `__proto__` key (what JSON.parse makes of one) into the
+        // copy's prototype and smuggle its method, headers and body in, and
+        // would drop inherited members. The Proxy's target is an empty
+        // object, so a frozen `init` breaks no Proxy invariant.
+        // The trap must outlive the Request constructor below.
+        let view = init.is_object().then(|| init_view(init));
+        let plain: JsValue = match &view {
+            Some((proxy, _trap)) => proxy.clone(),
+            None => js_sys::Object::new().into(),
+        };
+        let plain: RequestInit = plain.unchecked_into();
+        let refused = |_| OptionsError::new("init", "was rejected by the Request constructor");
+        // The URL is checked (credentials refused by name) before the
+        // Request constructor, which would reject it with a vaguer error.
+        let (request, url) = if instance_of::<Request>(input) {
+            let req: &Request = input.unchecked_ref();
+            let parts = endpoint(&self.resolve_url(&req.url().into())?)?;
+            let request = Request::new_with_request_and_init(req, &plain).map_err(refused)?;
+            // A Request's own signal is the caller's unless init gives one.
+            common.signal = common.signal.or_else(|| Some(req.signal()));
+            (request, parts)
+        } else {
+            let parts = endpoint(&self.resolve_url(input)?)?;
+            let request = Request::new_with_str_and_init(&parts.0, &plain).map_err(refused)?;
+            (request, parts)
+        };
+        let headers = request.headers();
+        for (k, v) in &self.headers {
+            if !headers.has(k).unwrap_or(true) {
+                let _ = headers.set(k, v);
+            }
+        }
+        // fetch() upper-cases only the six standard methods; the breaker key
+        // and retry.methods see 'patch' as 'PATCH' too.
+        let method = request.method().to_ascii_uppercase();
+        self.call(
+            engine,
+            url,
+            method,
+            Target::request(request),
+            Mode::Fetch,
+            common,
+        )
+    }
+
+    /// Resolves `input` (string or URL) against baseUrl or the page
+    /// (`endpoint` then refuses userinfo).
+    fn resolve_url(&self, input: &JsValue) -> Result<Url> {
+        if !(input.is_string() || instance_of::<Url>(input)) {
+            return Err(OptionsError::new("url", "must be a string or a URL"));
+        }
+        let base = match &self.base_url {
+            Some(b) => b.clone(),
+            None => location_href(),
+        };
+        parse_url(input, &base).map_err(|_| OptionsError::new("url", "is not a valid URL"))
+    }
+
+    fn common(&self, engine: &Engine, r: &Reader) -> Result<Common> {
+        let raw = read_call(r)?;
+        let cfg = CallConfig::resolve(&engine.cfg, &raw)?;
+        let signal = read_signal(r)?;
+        let idem = call_options::idempotency_key(read_idempotency_key(r)?)?.map(|k| match k {
+            IdemKey::Random => uuid_v4(),
+            IdemKey::Given(s) => s,
+        });
+        let breaker_key = r.string("breakerKey")?;
+        Ok(Common {
+            cfg,
+            signal,
+            idem,
+            breaker_key,
+        })
+    }
+
+    /// The call for a built target (`url`: its href and endpoint): its
+    /// Idempotency-Key header (the same on every attempt) and breaker key.
+    fn call(
+        &self,
+        engine: &Engine,
+        (href, endpoint): (String, String),
+        method: String,
+        target: Target,
+        mode: Mode,
+        common: Common,
+    ) -> Result<Built> {
+        let headers = target.headers();
+        if let Some(k) = &common.idem {
+            // A no-cors Request drops the header without a word: a POST
+            // must not then be retried as if it carried its key.
+            let sent = headers.as_ref().is_some_and(|h| {
+                h.set("Idempotency-Key", k).is_ok()
+                    && h.get("Idempotency-Key").ok().flatten().as_deref() == Some(k.as_str())
+            });
+            if !sent {
+                return Err(OptionsError::new(
+                    "idempotencyKey",
+                    "cannot be sent with this request (its headers are not writable)",
+                ));
+            }
+        }
+        // A key the caller set as a header counts as the call's key too, and
+        // follows the option's rule. (Headers trims outer whitespace: all
+        // spaces reads as empty.)
+        let header_key = match (&common.idem, &headers) {
+            (None, Some(h)) => h.get("Idempotency-Key").ok().flatten(),
+            _ => None,
+        };
+        if let Some(k) = &header_key {
+            header_idempotency_key("headers", k)?;
+        }
+        let has_key = common.idem.is_some() || header_key.is_some();
+        let breaker_key = common
+            .breaker_key
+            .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
+        let call = Call {
+            request_id: cat(&[&self.tag, "-", &decimal(engine.next_id())]),
+            method,
+            url: href,
+            target,
+            mode,
+            cfg: common.cfg,
+            has_key,
+            breaker_key,
+            cancel: Cancel::default(),
+            dedupe_key: None,
+            prefer_cache: false,
+            body_signal: match mode {
+                Mode::Fetch => common.signal.clone(),
+                Mode::Request(_) => None,
+            },
+        };
+        Ok((call, common.signal))
+    }
+}
+
+/// What every attempt of a `request()` sends. fetch() converts an init's
+/// headers through the iterator protocol, so a call with none builds and
+/// passes none (and GET, the default method, as such).
+fn target(
+    href: &str,
+    method: &str,
+    headers: Option<Headers>,
+    body: Option<JsValue>,
+) -> Result<Target> {
+    let init = RequestInit::new();
+    if method != "GET" {
+        init.set_method(method);
+    }
+    if let Some(h) = &headers {
+        init.set_headers(h);
+    }
+    match (body, headers) {
+        // Nothing to validate that the checks before have not: fetch(url, init).
+        (None, headers) => Ok(Target::Url {
+            url: JsValue::from_str(href),
+            init,
+            headers,
+        }),
+        (Some(body), headers) => {
+            // Always built for a body (encode_body may set its type).
+            let headers = match headers {
+                Some(h) => h,
+                None => Headers::new().map_err(|_| OptionsError::new("headers", "unsupported"))?,
+            };
+            // A stream body needs duplex 'half' (the Request constructor
+            // refuses it otherwise); each attempt sends a clone of it.
+            if instance_of::<web_sys::ReadableStream>(&body) {
+                let _ = js_sys::Reflect::set(&init, &"duplex".into(), &"half".into());
+            }
+            init.set_body(&encode_body(&body, &headers)?);
+            let request = Request::new_with_str_and_init(href, &init)
+                .map_err(|_| OptionsError::new("body", "cannot be sent with this method"))?;
+            Ok(Target::request(request))
+        }
+    }
+}
+
+/// The trap that reads `init` for the Request constructor.
+type InitTrap = Closure<dyn Fn(JsValue, JsValue) -> std::result::Result<JsValue, JsValue>>;
+
+/// A Proxy over `init` whose every read is `Reflect.get(init, key)`, but
+/// `signal` reads as undefined (see `prepare_fetch`).
+fn init_view(init: &JsValue) -> (JsValue, InitTrap) {
+    let signal_key = JsValue::from_str("signal");
+    let source = init.clone();
+    let trap = InitTrap::new(move |_target: JsValue, key: JsValue| {
+        if key == signal_key {
+            Ok(JsValue::UNDEFINED)
+        } else {
+            js_sys::Reflect::get(&source, &key)
+        }
+    });
+    let handler = Obj::new();
+    handler.set("get", trap.as_ref().clone());
+    let proxy = js_sys::Proxy::new(&js_sys::Object::new(), &handler.0);
+    (proxy.into(), trap)
+}
+
+/// The URL's href and its endpoint (origin and path: what the default
+/// breaker key is made of), refusing userinfo without echoing it. An
+/// http(s) href is split in wasm rather than through four host getters.
+fn endpoint(url: &Url) -> Result<(String, String)> {
+    let href = url.href();
+    let (endpoint, credentials) = match split_http_href(&href) {
+        Some(h) => (cat(&[h.origin, h.path]), h.credentials),
+        None => (
+            match url.origin() {
+                // data: has nothing to key by but its payload: one key.
+                _ if url.protocol() == "data:" => url.protocol(),
+                // capacitor://, app://, file: have no origin either.
+                o if o == "null" => cat(&[&url.protocol(), "//", &url.host(), &url.pathname()]),
+                o => cat(&[&o, &url.pathname()]),
+            },
+            !url.username().is_empty() || !url.password().is_empty(),
+        ),
+    };
+    if credentials {
+        return Err(OptionsError::new(
+            "url",
+            "must not contain credentials (user:password@)",
+        ));
+    }
+    Ok((href, endpoint))
+}
+
+/// Calls are identical when method, absolute URL, headers and response
+/// type all match. `Headers` iterates sorted, lower-cased names; `None`
+/// stands for no headers at all.
+fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String {
+    // The fragment is never sent: /x#a and /x are one request.
+    let sent = call.url.split('#').next().unwrap_or(&call.url);
+    // schema() does not wait where request() does: neither may inherit
+    // the other's patience.
+    let waits = if call.prefer_cache { "cache" } else { "waits" };
+    let mut key = cat(&[&call.method, " ", rt.name(), " ", waits, " ", sent]);
+    if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
+        for pair in entries.flatten() {
+            let pair: Array = pair.unchecked_into();
+            key.push('\n');
+            key.push_str(&pair.get(0).as_string().unwrap_or_default());
+            key.push(':');
+            key.push_str(&pair.get(1).as_string().unwrap_or_default());
+        }
+    }
+    key
+}
+
+fn check_headers(headers: &[(String, String)], option: &str) -> Result<()> {
+    let h = Headers::new().map_err(|_| OptionsError::new(option, "unsupported"))?;
+    for (k, v) in headers {
+        h.append(k, v)
+            .map_err(|_| OptionsError::new(option, "holds an invalid header name or value"))?;
+    }
+    match h.get("Idempotency-Key").ok().flatten() {
+        Some(key) => header_idempotency_key(option, &key),
+        None => Ok(()),
+    }
+}
+
+/// Sets each name of `query` on the URL, replacing any value the URL
+/// already gives it (a call's own value wins, as with ofetch's `query`).
+/// Only a call with a query re-serializes the URL's query string.
+fn set_query(url: &Url, query: &JsValue) -> Result<()> {
+    if query.is_null() {
+        return Ok(());
+    }
+    if !query.is_object() || query.is_function() {
+        return Err(OptionsError::new("query", "must be an object"));
+    }
+    let params = url.search_params();
+    let list = pairs(query).map_err(|_| OptionsError::new("query", "could not be read"))?;
+    // The URL's own values of each name go; then every pair is added, so
+    // pairs that repeat a name (URLSearchParams, arrays) all go out.
+    let mut named = Vec::new();
+    for e in list.iter() {
+        let Some((k, v)) = pair_of(&e) else {
+            return Err(OptionsError::new(
+                "query",
+                "must be an object or [name, value] pairs",
+            ));
+        };
+        let k = k.as_string().unwrap_or_default();
+        let value = scalar(&v);
+        query_value(value)?;
+        let text = match value {
+            // As JS writes it (no float formatting in the wasm).
+            Scalar::Number(n) => js_sys::Number::from(n)
+                .to_string_with_radix(10)
+                .map(String::from)
+                .unwrap_or_default(),
+            Scalar::Bool => (v.as_bool() == Some(true)).to_string(),
+            _ => v.as_string().unwrap_or_default(),
+        };
+        named.push((k, text));
+    }
+    for (k, _) in &named {
+        params.delete(k);
+    }
+    for (k, v) in &named {
+        params.append(k, v);
+    }
+    Ok(())
+}
+
+/// Plain objects and arrays go as JSON; every other BodyInit as it is.
+fn encode_body(body: &JsValue, headers: &Headers) -> Result<JsValue> {
+    let plain = Array::is_array(body)
+        || (body.is_object() && {
+            match prototype_of(body) {
+                Ok(proto) => {
+                    proto.is_null()
+                        || proto == prototype_of(&js_sys::Object::new()).unwrap_or_default()
+                }
+                Err(_) => return Err(OptionsError::new("body", "could not be read")),
+            }
+        });
+    if !plain {
+        return Ok(body.clone());
+    }
+    let text = js_sys::JSON::stringify(body)
+        .map_err(|_| OptionsError::new("body", "could not be encoded as JSON"))?;
+    if !headers.has("content-type").unwrap_or(false) {
+        let _ = headers.set("content-type", "application/json");
+    }
+    Ok(text.into())
+}
