@@ -21,8 +21,8 @@ use super::options::{
     idempotency_key_problem, pair_of, pairs, read_call, read_client, read_idempotency_key,
     read_signal, IdemKey, Reader,
 };
+use super::runtime::spawn_promise;
 use super::schema;
-use super::task::spawn_promise;
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
 use crate::text::{cat, decimal, split_http_href};
 

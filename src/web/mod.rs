@@ -18,9 +18,9 @@ mod fetch;
 mod hedge;
 mod host;
 mod options;
+pub mod runtime;
 mod schema;
 mod storage;
-mod task;
 mod vecmap;
 
 pub use client::Client;
