@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 # The wasm-bindgen-test suites (tests/*.rs run in real browsers), for clippy.
-WASM_TESTS="--test browser --test schema"
+WASM_TESTS="--test browser --test schema --test runtime"
 
 step "cargo fmt --check"
 cargo fmt --check

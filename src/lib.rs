@@ -28,3 +28,9 @@ mod web;
 
 #[cfg(target_arch = "wasm32")]
 pub use web::Client;
+
+/// The executor, gates and timers the client runs on: public for the
+/// direct tests of their invariants (`tests/runtime.rs`), not an API.
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub use web::runtime;

@@ -15,8 +15,8 @@ use super::errors::CallError;
 use super::host::now_ms;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built};
+use super::runtime::spawn_promise;
 use super::schema;
-use super::task::spawn_promise;
 use crate::policy::options::{ClientConfig, OptionsError};
 
 /// The storage prefix's default, which also names the cross-tab channel.

@@ -285,7 +285,7 @@ async fn web_lock(locks: &JsValue, name: &str) -> Option<ProbeLock> {
     if let Ok(then) = get(&sent, "then").and_then(|f| f.dyn_into::<Function>()) {
         let _ = then.call2(&sent, &JsValue::UNDEFINED, &refused);
     }
-    match super::task::settle(granted).await.ok()?.as_bool() {
+    match super::runtime::settle(granted).await.ok()?.as_bool() {
         Some(true) => Some(held),
         Some(false) => None,
         None => Some(unlocked),

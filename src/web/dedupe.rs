@@ -17,9 +17,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Response};
 
-use super::cancel::{gate_timer, Cancel, CancelReason, Gate, OnAbort, Wake};
+use super::cancel::{Cancel, CancelReason};
 use super::errors::{CallError, ErrorKind};
 use super::host::now_ms;
+use super::runtime::{Gate, OnAbort, Wake};
 use crate::policy::guard::Phase;
 
 type Outcome = Result<JsValue, JsValue>;
@@ -148,10 +149,8 @@ impl Flight {
                 seat.gate.open(Wake::Cancelled);
             })
         });
-        let _deadline = me
-            .deadline_ms
-            .map(|ms| gate_timer(&seat.gate, ms - (now_ms() - me.started_ms)));
-        let wake = seat.gate.wait().await;
+        let deadline = me.deadline_ms.map(|ms| ms - (now_ms() - me.started_ms));
+        let wake = seat.gate.wait_at_most(deadline).await;
         if wake == Wake::Done {
             return seat.share.take().unwrap_or(Err(JsValue::UNDEFINED));
         }
@@ -203,7 +202,7 @@ impl Future for Lead {
                 if self.network.is_none() || !self.flight.cancel.is_cancelled() {
                     if let Some(n) = self.network.take() {
                         let flight = self.flight.clone();
-                        super::task::spawn(async move { flight.finish(n.await) });
+                        super::runtime::spawn(async move { flight.finish(n.await) });
                     }
                     return Poll::Ready(out);
                 }

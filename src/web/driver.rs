@@ -7,12 +7,12 @@
 use wasm_bindgen::prelude::*;
 
 use super::call::{Call, Mode};
-use super::cancel::{EventLink, Gate, Wake};
 use super::crosstab::ProbeLock;
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
+use super::runtime::{EventLink, Gate, Wake};
 use crate::policy::breaker::Permit;
 use crate::policy::classify::RetryDenied;
 use crate::policy::deadline::Deadline;
@@ -253,7 +253,7 @@ impl Engine {
         self.park(id, gate.clone());
         let wake = call
             .cancel
-            .wait_on(&gate, deadline.remaining(now_ms()), ())
+            .wait_on(&gate, deadline.remaining(now_ms()))
             .await;
         if self.unpark(id, wake == Wake::Granted) {
             // The slot reached us as we gave up: pass it on.
@@ -277,10 +277,10 @@ impl Engine {
         };
         let gate = Gate::new();
         let g = gate.clone();
-        let online = EventLink::once(&target, "online", move || g.open(Wake::Done));
+        let _online = EventLink::once(&target, "online", move || g.open(Wake::Done));
         let wake = call
             .cancel
-            .wait_on(&gate, deadline.remaining(now_ms()), online)
+            .wait_on(&gate, deadline.remaining(now_ms()))
             .await;
         match wake {
             Wake::Cancelled => Err(call.cancel.abort_error()),

@@ -13,11 +13,12 @@ use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
 use super::call::{Call, Mode, ResponseType};
-use super::cancel::{Alarm, Cancel, CancelReason, Gate, OnAbort, Wake};
+use super::cancel::{Cancel, CancelReason};
 use super::convert::to_js;
 use super::crosstab::{CrossTab, Peer};
 use super::dedupe::{Flight, Lead, Waiter};
 use super::host::{epoch_ms, now_ms};
+use super::runtime::{Alarm, Gate, OnAbort, Wake};
 use super::storage::Memory;
 use super::vecmap::VecMap;
 use crate::policy::breaker::State as BreakerState;

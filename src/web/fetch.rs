@@ -12,13 +12,13 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, RequestInit};
 
 use super::call::{Call, Mode, ResponseType, Target};
-use super::cancel::{Alarm, Cancel, Either, Race, Stop};
+use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
 use super::host::{
     assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
-use super::task::settle;
+use super::runtime::{settle, Alarm, Either, Race, Stop};
 use crate::policy::guard::{Attempt, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;

@@ -19,11 +19,11 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use super::call::Call;
-use super::cancel::{gate_timer, Gate, Stop};
 use super::driver::ended;
 use super::engine::Engine;
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{now_ms, rand01};
+use super::runtime::{sleep, Stop};
 use crate::policy::guard::{Attempt, CallState};
 use crate::policy::ratelimit::Quota;
 
@@ -50,18 +50,20 @@ impl Engine {
             } else {
                 None
             };
-            let gate = Gate::new();
-            let _timer = due.map(|ms| gate_timer(&gate, ms));
-            let mut wait = gate.wait();
+            let mut hedge_due = due.map(sleep);
             let ended_at = poll_fn(|cx| {
                 for (i, s) in live.iter_mut().enumerate() {
                     if let Poll::Ready(end) = s.end.as_mut().poll(cx) {
                         return Poll::Ready(Some((i, end)));
                     }
                 }
-                match due {
-                    Some(_) if Pin::new(&mut wait).poll(cx).is_ready() => Poll::Ready(None),
-                    _ => Poll::Pending,
+                let hedge_now = hedge_due
+                    .as_mut()
+                    .is_some_and(|wait| Pin::new(wait).poll(cx).is_ready());
+                if hedge_now {
+                    Poll::Ready(None)
+                } else {
+                    Poll::Pending
                 }
             })
             .await;

@@ -19,9 +19,9 @@ mod hedge;
 mod host;
 mod options;
 mod request;
+pub mod runtime;
 mod schema;
 mod storage;
-mod task;
 mod vecmap;
 
 pub use client::Client;

@@ -11,6 +11,9 @@
 //! inside another: a task woken while any task is being polled is queued.
 //! The first poll of a new task is queued too, so nothing a call does (its
 //! events included) runs inside the `request()` that started it.
+//!
+//! These rules and the wakers' reference counts (the `unsafe` below, each
+//! with its invariant) are proven by `tests/runtime.rs` (see `mod.rs`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
