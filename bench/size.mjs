@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { WASM_OPT_ARGS } from '../scripts/wasm-opt.mjs';
 import { benchDir, buildDir, root } from './lib.mjs';
 
 export const SIZE_ENTRIES = {
@@ -148,10 +149,7 @@ export async function twiggyBreakdown({ quick, log = console.log } = {}) {
   }
   run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', dir, '--out-name', 'named', src]);
   const named = join(dir, 'named.wasm');
-  run(join(root, 'node_modules/.bin/wasm-opt'), [
-    '-Oz', '-g', '--strip-dwarf', '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
-    '--enable-reference-types', '--enable-multivalue', '--enable-mutable-globals', join(dir, 'named_bg.wasm'), '-o', named,
-  ]);
+  run(join(root, 'node_modules/.bin/wasm-opt'), [...WASM_OPT_ARGS, '-g', '--strip-dwarf', join(dir, 'named_bg.wasm'), '-o', named]);
   const rows = JSON.parse(run('twiggy', ['top', '-n', '100000', '--format', 'json', named]).toString());
   const items = rows.filter((r) => !/^(\.\.\.|Σ)/.test(r.name)).map((r) => ({ name: r.name, bytes: r.shallow_size }));
   const names = items.filter((r) => crateOf(r.name) === NOT_SHIPPED).reduce((s, r) => s + r.bytes, 0);

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// npm run build: release wasm -> wasm-bindgen (web target) -> wasm-opt -Oz ->
+// npm run build: release wasm -> wasm-bindgen (web target) -> wasm-opt -Oz
+// (scripts/wasm-opt.mjs) ->
 // pkg/ with the hand-written wrapper from pkg-template/ and a package.json
 // made from its template. Prints the wasm size raw, gzip and brotli.
 //
@@ -14,6 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { WASM_OPT_ARGS } from './wasm-opt.mjs';
 import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -59,12 +61,7 @@ if (forbidden.length) {
 }
 
 const before = statSync(wasmOut).size;
-run(join(root, 'node_modules/.bin/wasm-opt'), [
-  '-Oz', '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
-  '--enable-reference-types', '--enable-multivalue', '--enable-mutable-globals',
-  '--strip-debug', '--strip-producers',
-  wasmOut, '-o', wasmOut,
-]);
+run(join(root, 'node_modules/.bin/wasm-opt'), [...WASM_OPT_ARGS, '--strip-debug', '--strip-producers', wasmOut, '-o', wasmOut]);
 
 for (const name of readdirSync(template)) {
   if (name !== 'package.json') copyFileSync(join(template, name), join(pkg, name));
