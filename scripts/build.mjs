@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// npm run build: release wasm -> wasm-bindgen (web target) -> wasm-opt -Oz ->
+// npm run build: release wasm -> wasm-bindgen (web target) -> wasm-opt -Oz
+// (scripts/wasm-opt.mjs) ->
 // pkg/ with the hand-written wrapper from pkg-template/ and a package.json
 // made from its template. Prints the wasm size raw, gzip and brotli.
 //
@@ -14,6 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { WASM_OPT_ARGS } from './wasm-opt.mjs';
 import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -28,7 +30,8 @@ function newestMtime(path) {
 }
 
 if (process.argv.includes('--if-stale') && existsSync(join(pkg, 'package.json'))) {
-  const sources = ['src', 'pkg-template', 'Cargo.toml', 'Cargo.lock'].map((p) => join(root, p)).filter(existsSync);
+  const sources = ['src', 'pkg-template', 'Cargo.toml', 'Cargo.lock', '.cargo', 'scripts/build.mjs', 'scripts/wasm-opt.mjs']
+    .map((p) => join(root, p)).filter(existsSync);
   if (Math.max(...sources.map(newestMtime)) < statSync(join(pkg, 'package.json')).mtimeMs) {
     console.log('[build] pkg/ is up to date');
     process.exit(0);
@@ -59,12 +62,7 @@ if (forbidden.length) {
 }
 
 const before = statSync(wasmOut).size;
-run(join(root, 'node_modules/.bin/wasm-opt'), [
-  '-Oz', '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
-  '--enable-reference-types', '--enable-multivalue', '--enable-mutable-globals',
-  '--strip-debug', '--strip-producers',
-  wasmOut, '-o', wasmOut,
-]);
+run(join(root, 'node_modules/.bin/wasm-opt'), [...WASM_OPT_ARGS, '--strip-debug', '--strip-producers', wasmOut, '-o', wasmOut]);
 
 // The wasm-bindgen glue as shipped: only what the entries use, minified.
 // core.js instantiates the module itself (it compiles while the file
@@ -153,3 +151,21 @@ const br = brotliCompressSync(wasm, { params: { [constants.BROTLI_PARAM_QUALITY]
 const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
 console.log(`[build] pkg/ stormguard ${version}`);
 console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw, ${kb(gz)} gzip, ${kb(br)} brotli`);
+
+// The size budget (issue 19): what an app ships, the package's bundled JS and
+// its .wasm, each gzip -9, counted as bench/size.mjs counts "stormguard". It
+// can only go down unless a commit raises it on purpose: to raise it, change
+// SIZE_BUDGET_BYTES here and say in that commit what the bytes buy.
+const SIZE_BUDGET_BYTES = 92_845; // 91,821 reached on i19a + 1 KB
+const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
+const shipped = await shippedStormguard();
+const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;
+if (shipped.total.gzip > SIZE_BUDGET_BYTES) {
+  // pkg/ is left for inspection, but not as a finished build `--if-stale` would keep.
+  rmSync(join(pkg, 'package.json'));
+  console.error(`[build] the package ships ${sizeLine}, ${shipped.total.gzip - SIZE_BUDGET_BYTES} bytes over its ` +
+    `budget of ${kb(SIZE_BUDGET_BYTES)} (${SIZE_BUDGET_BYTES} bytes). Make it smaller (\`npm run bench -- --quick --only=size\` ` +
+    'prints a twiggy breakdown), or raise SIZE_BUDGET_BYTES in scripts/build.mjs in a commit that says why.');
+  process.exit(1);
+}
+console.log(`[build] shipped: ${sizeLine}; budget ${kb(SIZE_BUDGET_BYTES)}`);

@@ -1,0 +1,16 @@
+// wasm-opt's flags for the shipped module, in one place: scripts/build.mjs
+// optimizes pkg/ with them, and bench/size.mjs's twiggy breakdown uses the
+// same ones (plus -g to keep names) so its function sizes are those that ship.
+//
+// Measured on the shipped gzip size (issue 19):
+// - --one-caller-inline-max-function-size=0: with LLVM's inliner off
+//   (.cargo/config.toml) a function with one caller is better left a function:
+//   the inlined copies compress worse (-2.9 KB gzip on top of it).
+// - --low-memory-unused: the module never uses addresses below 1 KiB (rustc
+//   puts the stack first), so loads and stores fold constant offsets
+//   (-0.13 KB gzip on top of the flag above; -0.55 KB without it).
+export const WASM_OPT_ARGS = [
+  '-Oz', '--one-caller-inline-max-function-size=0', '--low-memory-unused',
+  '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
+  '--enable-reference-types', '--enable-multivalue', '--enable-mutable-globals',
+];
