@@ -10,6 +10,9 @@ import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { WASM_OPT_ARGS } from '../scripts/wasm-opt.mjs';
 import { benchDir, buildDir, root } from './lib.mjs';
 
+/** Issue 19's target for what the package ships (wasm + JS as bundled), gzip; the 30 KB of issue 7 was withdrawn. */
+export const SIZE_TARGET_GZIP = 60 * 1024;
+
 export const SIZE_ENTRIES = {
   stormguard: `export { createClient, isStormguardError, HttpError, TimeoutError, CircuitOpenError } from '../../pkg/index.js';`,
   ky: `export { default } from 'ky';`,
@@ -87,7 +90,7 @@ export async function measureSizes({ log = console.log } = {}) {
     libs.push({ name, version: await versionOf(name), entry: SIZE_ENTRIES[name], parts, total });
   }
   for (const l of libs) log(`[size] ${l.name.padEnd(10)} ${(l.total.raw / 1024).toFixed(1)} KB raw, ${(l.total.gzip / 1024).toFixed(1)} KB gzip, ${(l.total.brotli / 1024).toFixed(1)} KB brotli`);
-  return { libs, targetGzipBytes: 30 * 1024 };
+  return { libs, targetGzipBytes: SIZE_TARGET_GZIP };
 }
 
 // ---- twiggy
