@@ -32,6 +32,9 @@ const add = (a, b) => ({ raw: a.raw + b.raw, gzip: a.gzip + b.gzip, brotli: a.br
 /** esbuild bundle of one entry source; returns the minified code. */
 export async function bundle(source, { minify = true, globalName } = {}) {
   const esbuild = await import('esbuild');
+  // esbuild resolves the entry's relative imports from this folder, which a fresh clone lacks
+  // (scripts/build.mjs's size budget bundles before any benchmark has made it).
+  mkdirSync(buildDir, { recursive: true });
   const out = await esbuild.build({
     stdin: { contents: source, resolveDir: buildDir, sourcefile: 'entry.mjs', loader: 'js' },
     bundle: true,
