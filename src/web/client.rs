@@ -120,11 +120,11 @@ impl Client {
         let func = listener
             .dyn_into::<js_sys::Function>()
             .map_err(|_| options_error(OptionsError::new("listener", "must be a function")))?;
-        Ok(self.engine.on(event, func))
+        Ok(self.engine.events.on(event, func))
     }
 
     pub fn off(&self, id: u32) {
-        self.engine.off(id);
+        self.engine.events.off(id);
     }
 
     /// Aborts in-flight calls and rejects queued ones; later calls reject.
@@ -153,7 +153,7 @@ impl Client {
                 }
             };
             if let Some(x) = CrossTab::new(&prefix, on_peer) {
-                let _ = engine.crosstab.set(x);
+                let _ = engine.news.crosstab.set(x);
             }
         }
         Ok(Client {

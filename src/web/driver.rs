@@ -81,10 +81,10 @@ impl Engine {
             let attempts = c.attempts();
             let e = e.stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()));
             self.st.borrow_mut().guard.failed();
-            self.emit_call("giveUp", call, attempts, &|o| {
-                o.elapsed_ms = Some(e.elapsed_ms);
-                o.status = e.status();
-                o.error_name = Some(e.name());
+            self.events.emit_call("giveUp", call, attempts, &|o| {
+                o.times.elapsed_ms = Some(e.elapsed_ms);
+                o.outcome.status = e.status();
+                o.outcome.error_name = Some(e.name());
             });
             e.to_js()
         })
@@ -112,8 +112,8 @@ impl Engine {
             let Decided { end, send, quota } = self.round(call, c, sent).await;
             let offline = matches!(end, AttemptEnd::Network(_)) && is_offline();
             if let AttemptEnd::Timeout = end {
-                self.emit_call("timeout", call, send.attempt, &|o| {
-                    o.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
+                self.events.emit_call("timeout", call, send.attempt, &|o| {
+                    o.times.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
                 });
             }
             let verdict = self.decide(&call.request_id, |g| {
@@ -146,10 +146,10 @@ impl Engine {
             if let Some(resp) = &response {
                 fetch::discard(resp);
             }
-            self.emit_call("retry", call, send.attempt, &|o| {
-                o.delay_ms = Some(delay);
-                o.status = err.status();
-                o.error_name = Some(err.name());
+            self.events.emit_call("retry", call, send.attempt, &|o| {
+                o.times.delay_ms = Some(delay);
+                o.outcome.status = err.status();
+                o.outcome.error_name = Some(err.name());
             });
             // fetch() resolves with a final Response, never rejects with an
             // HttpError: its deadline stays a TimeoutError.
@@ -181,10 +181,10 @@ impl Engine {
                 Admission::Online => self.wait_online(call, &c.deadline).await?,
                 Admission::Wait { ms, why, announce } => {
                     if announce {
-                        self.emit_call("wait", call, c.attempts() + 1, &|o| {
-                            o.delay_ms = Some(ms);
-                            o.reason = Some(why.as_str());
-                            o.key = Some(&call.breaker_key);
+                        self.events.emit_call("wait", call, c.attempts() + 1, &|o| {
+                            o.times.delay_ms = Some(ms);
+                            o.outcome.reason = Some(why.as_str());
+                            o.breaker.key = Some(&call.breaker_key);
                         });
                     }
                     if call.cancel.sleep(ms).await == Wake::Cancelled {
@@ -228,7 +228,7 @@ impl Engine {
         deadline: &Deadline,
         permit: Option<Permit>,
     ) -> Result<Option<ProbeLock>, Halt> {
-        let (Some(Permit::Probe), Some(x)) = (permit, self.crosstab.get()) else {
+        let (Some(Permit::Probe), Some(x)) = (permit, self.news.crosstab.get()) else {
             return Ok(None);
         };
         let lock = x.probe_lock(&call.breaker_key);

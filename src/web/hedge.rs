@@ -117,9 +117,9 @@ impl Engine {
     /// first of its round): announced, under its timeout.
     fn launch<'a>(&self, call: &'a Call, send: Attempt, hedge: bool) -> Sent<'a> {
         call.cancel.begin_attempt(send.attempt);
-        self.emit_call("attempt", call, send.attempt, &|o| {
-            o.elapsed_ms = Some(send.elapsed_ms);
-            o.remaining_ms = Some(send.remaining_ms);
+        self.events.emit_call("attempt", call, send.attempt, &|o| {
+            o.times.elapsed_ms = Some(send.elapsed_ms);
+            o.times.remaining_ms = Some(send.remaining_ms);
         });
         type Pending<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
         let (end, stop): (Pending<'a>, _) = match Stop::new() {

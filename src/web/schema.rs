@@ -27,6 +27,7 @@ use super::call::{Call, Mode};
 use super::convert::{get, Obj};
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
+use super::events::At;
 use super::host::now_ms;
 use super::options::{scalar, Reader};
 use super::storage::{Fault, Store};
@@ -142,10 +143,13 @@ pub async fn run(
     if source != "none" {
         engine.st.borrow_mut().guard.stats.fallbacks += 1;
         let name = error_name(&error).unwrap_or_default();
-        engine.emit("fallback", &request_id, &|ev| {
-            ev.method = Some(&method);
-            ev.url = Some(&url);
-            ev.error_name = Some(&name);
+        engine.events.emit("fallback", &request_id, &|ev| {
+            ev.call = Some(At {
+                method: &method,
+                url: &url,
+                attempt: None,
+            });
+            ev.outcome.error_name = Some(&name);
         });
     }
     Ok(result(data, source, age_ms, Some(error)))
@@ -173,9 +177,9 @@ fn error_name(descriptor: &JsValue) -> Option<String> {
 /// One 'storage' event per fault; never the key, the data or a header.
 fn report(engine: &Engine, request_id: &str, faults: Vec<Fault>) {
     for f in faults {
-        engine.emit("storage", request_id, &|ev| {
-            ev.reason = Some(f.reason);
-            ev.error_name = f.error_name.as_deref();
+        engine.events.emit("storage", request_id, &|ev| {
+            ev.outcome.reason = Some(f.reason);
+            ev.outcome.error_name = f.error_name.as_deref();
         });
     }
 }

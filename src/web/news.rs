@@ -1,0 +1,148 @@
+//! Breaker news. This tab's transitions become `breaker` events and
+//! messages for the other tabs, and the holds it sets go to them too; the
+//! other tabs' messages become this tab's state; and the first open
+//! breaker turns half-open when its period ends, by a timer, not when a
+//! call next asks.
+
+use std::cell::{OnceCell, RefCell};
+use std::rc::Weak;
+
+use super::crosstab::{CrossTab, Peer};
+use super::engine::Engine;
+use super::events::Breaker;
+use super::host::{epoch_ms, now_ms};
+use super::runtime::Alarm;
+use crate::policy::breaker::State as BreakerState;
+
+/// The engine's links for breaker news.
+pub struct News {
+    /// Set once after construction when `crossTab` is on and the host can.
+    pub crosstab: OnceCell<CrossTab>,
+    /// The timer that turns the first open breaker half-open when its
+    /// period ends, and that time.
+    half_open: RefCell<Option<(Alarm, f64)>>,
+    /// The engine, for the timer's callback.
+    me: Weak<Engine>,
+}
+
+impl News {
+    pub fn new(me: Weak<Engine>) -> News {
+        News {
+            crosstab: OnceCell::new(),
+            half_open: RefCell::new(None),
+            me,
+        }
+    }
+
+    /// `close()`: no more news, in or out.
+    pub fn close(&self) {
+        if let Some(x) = self.crosstab.get() {
+            x.close();
+        }
+        self.half_open.borrow_mut().take();
+    }
+}
+
+impl Engine {
+    /// Emits the breaker transitions the policy core recorded and sends the
+    /// holds it set; this tab's own transitions (`share`) go to the other
+    /// tabs too.
+    pub(super) fn flush(&self, request_id: &str, share: bool) {
+        let (transitions, holds) = {
+            let g = &mut self.st.borrow_mut().guard;
+            (g.drain_transitions(), g.drain_holds())
+        };
+        if let Some(x) = self.news.crosstab.get() {
+            for h in holds {
+                x.send(&Peer::Cooldown {
+                    key: h.key,
+                    until: epoch_ms() + h.wait_ms,
+                    quota: h.quota,
+                });
+            }
+        }
+        if transitions.is_empty() {
+            return;
+        }
+        let now = now_ms();
+        for t in transitions {
+            if let Some(x) = self.news.crosstab.get().filter(|_| share) {
+                let info = self.st.borrow().guard.open_info(&t.key, now);
+                match (t.to, info) {
+                    (BreakerState::Open, Some((left, period))) => x.send(&Peer::Open {
+                        key: t.key.clone(),
+                        until: epoch_ms() + left,
+                        period,
+                    }),
+                    (BreakerState::Closed, _) => x.send(&Peer::Closed { key: t.key.clone() }),
+                    _ => {}
+                }
+            }
+            // Open -> half-open happens with time, and a peer's news is no
+            // call's doing either.
+            let id = if t.to == BreakerState::HalfOpen || !share {
+                ""
+            } else {
+                request_id
+            };
+            self.events.emit("breaker", id, &|o| {
+                o.breaker = Breaker {
+                    key: Some(&t.key),
+                    from: Some(t.from),
+                    to: Some(t.to),
+                };
+            });
+        }
+        self.arm_half_open();
+    }
+
+    /// Sets the timer for the first open breaker's end, unless it is set
+    /// for that time already; drops it when no breaker is open.
+    fn arm_half_open(&self) {
+        let next = if self.is_closed() {
+            None
+        } else {
+            self.st.borrow().guard.next_half_open()
+        };
+        let mut slot = self.news.half_open.borrow_mut();
+        if slot.as_ref().map(|(_, at)| *at) == next {
+            return;
+        }
+        *slot = next.map(|at| {
+            let me = self.news.me.clone();
+            let alarm = Alarm::run(at - now_ms(), move || {
+                if let Some(engine) = me.upgrade() {
+                    engine.half_open_due();
+                }
+            });
+            (alarm, at)
+        });
+    }
+
+    /// An open period has ended: report the breakers turned half-open now
+    /// (an event with `requestId: ''`), not when a call next asks.
+    fn half_open_due(&self) {
+        self.news.half_open.borrow_mut().take();
+        if self.is_closed() {
+            return;
+        }
+        self.decide("", |g| g.refresh(now_ms()));
+        self.arm_half_open();
+    }
+
+    /// News from another tab: follow its breaker, respect its cooldown.
+    pub fn apply_peer(&self, msg: Peer) {
+        let (now, epoch) = (now_ms(), epoch_ms());
+        {
+            let g = &mut self.st.borrow_mut().guard;
+            match msg {
+                Peer::Open { key, until, period } => g.peer_open(&key, now, until - epoch, period),
+                Peer::Closed { key } => g.peer_closed(&key, now),
+                Peer::Cooldown { key, until, quota } => {
+                    g.peer_hold(&key, until - epoch, quota, now)
+                }
+            }
+        }
+        self.flush("", false);
+    }
+}
