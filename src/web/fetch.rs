@@ -229,13 +229,51 @@ async fn run(
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let mode = call.mode;
+    let value = settle(send(&call.target, signal, hedge)?).await?;
+    if !value.is_object() {
+        return Err(not_a_response(
+            &value.js_typeof().as_string().unwrap_or_default(),
+        ));
+    }
+    let resp: AnyResponse = value.unchecked_into();
+    let status = resp
+        .status()?
+        .as_f64()
+        .filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s))
+        .ok_or_else(|| not_a_response("no numeric status"))? as u16;
+    let (announced, retry_after, reset_ms) = fields(call, &resp, status);
+    quota.set(announced);
+    if (200..300).contains(&status) {
+        return read_ok(resp, call.mode).await;
+    }
+    let status_text = resp.status_text()?.as_string().unwrap_or_default();
+    let stream = resp.body()?;
+    *answered.borrow_mut() = Some(Answered {
+        status,
+        status_text,
+        retry_after,
+        reset_ms,
+        response: resp.into(),
+        body: js_sys::JsString::from(""),
+    });
+    if let Mode::Request(_) = call.mode {
+        if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {
+            answered.take();
+            return Err(e);
+        }
+    }
+    answered.take().map(Answered::end).ok_or(JsValue::UNDEFINED)
+}
+
+/// Sends `target` with `signal` through the host's fetch. A hedge sends
+/// its own copy of the init, with `cache: 'no-store'`.
+fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Promise, JsValue> {
     let own = |base: &JsValue| -> Result<RequestInit, JsValue> {
         let init: RequestInit = assign(&RequestInit::new(), base)?.unchecked_into();
         js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
         Ok(init)
     };
-    let sent = match &call.target {
+    Ok(match target {
         Target::Url { url, init, .. } if hedge => {
             let init = own(init)?;
             init.set_signal(Some(signal));
@@ -258,40 +296,12 @@ async fn run(
                 global_fetch(&JsValue::from(request.clone()?), &init)
             }
         }
-    };
-    let value = settle(sent).await?;
-    if !value.is_object() {
-        return Err(not_a_response(
-            &value.js_typeof().as_string().unwrap_or_default(),
-        ));
-    }
-    let resp: AnyResponse = value.unchecked_into();
-    let status = resp
-        .status()?
-        .as_f64()
-        .filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s))
-        .ok_or_else(|| not_a_response("no numeric status"))? as u16;
-    let (announced, retry_after, reset_ms) = fields(call, &resp, status);
-    quota.set(announced);
-    if !(200..300).contains(&status) {
-        let status_text = resp.status_text()?.as_string().unwrap_or_default();
-        let stream = resp.body()?;
-        *answered.borrow_mut() = Some(Answered {
-            status,
-            status_text,
-            retry_after,
-            reset_ms,
-            response: resp.into(),
-            body: js_sys::JsString::from(""),
-        });
-        if let Mode::Request(_) = mode {
-            if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {
-                answered.take();
-                return Err(e);
-            }
-        }
-        return answered.take().map(Answered::end).ok_or(JsValue::UNDEFINED);
-    }
+    })
+}
+
+/// A 2xx: the Response for `fetch()` (and `responseType: 'response'`),
+/// else its body read and parsed as the call asks.
+async fn read_ok(resp: AnyResponse, mode: Mode) -> Result<AttemptEnd, JsValue> {
     let value = match mode {
         Mode::Fetch | Mode::Request(ResponseType::Response) => resp.into(),
         Mode::Request(ResponseType::Text) => {
