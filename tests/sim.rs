@@ -96,7 +96,7 @@ enum Fault {
 struct Sim {
     fault: Fault,
     /// Every call's spec: a GET of one endpoint with the client's settings.
-    spec: Spec<'static>,
+    spec: &'static Spec,
     /// One per client, as one client per browser tab.
     clients: Vec<Guard>,
     calls: Vec<Call>,
@@ -120,19 +120,17 @@ fn in_outage(now_ms: f64) -> bool {
 impl Sim {
     fn new(cfg: ClientConfig, fault: Fault) -> Self {
         let clients = (0..CLIENTS).map(|_| Guard::new(&cfg)).collect();
-        // Calls borrow their settings for as long as the simulation runs.
-        let call_cfg: &'static CallConfig = Box::leak(Box::new(
-            CallConfig::resolve(&cfg, &Default::default()).unwrap(),
-        ));
+        // Calls borrow their spec for as long as the simulation runs.
+        let spec = Box::leak(Box::new(Spec {
+            key: KEY.to_string(),
+            method: "GET".to_string(),
+            has_key: false,
+            cfg: CallConfig::resolve(&cfg, &Default::default()).unwrap(),
+            prefer_cache: false,
+        }));
         Self {
             fault,
-            spec: Spec {
-                key: KEY,
-                method: "GET",
-                has_key: false,
-                cfg: call_cfg,
-                prefer_cache: false,
-            },
+            spec,
             clients,
             calls: Vec::new(),
             events: BinaryHeap::new(),

@@ -46,15 +46,16 @@ use super::options::{
 use super::ratelimit::{Admit, Limits, Quota, Why};
 use super::stats::Stats;
 
-/// What the decisions need to know of one call, borrowed from the engine's.
-#[derive(Debug, Clone, Copy)]
-pub struct Spec<'a> {
+/// What the decisions need to know of one call, fixed before its first
+/// attempt (the engine's call holds it; a [`CallState`] borrows it).
+#[derive(Debug, Clone)]
+pub struct Spec {
     /// The breaker key (also the key of holds, quotas and latencies).
-    pub key: &'a str,
-    pub method: &'a str,
+    pub key: String,
+    pub method: String,
     /// The call carries an idempotency key: any method may be replayed.
     pub has_key: bool,
-    pub cfg: &'a CallConfig,
+    pub cfg: CallConfig,
     /// `schema()`: an offline host or a hold fails the call at once (the
     /// cache answers) instead of waiting.
     pub prefer_cache: bool,
@@ -63,7 +64,7 @@ pub struct Spec<'a> {
 /// One call's progress through the loop.
 #[derive(Debug, Clone)]
 pub struct CallState<'a> {
-    pub spec: Spec<'a>,
+    pub spec: &'a Spec,
     pub deadline: Deadline,
     retry: RetryConfig,
     backoff: Backoff,
@@ -241,7 +242,7 @@ impl Guard {
     }
 
     /// A new call: counted, its deadline starting `now`.
-    pub fn start<'a>(&mut self, spec: Spec<'a>, now: f64) -> CallState<'a> {
+    pub fn start<'a>(&mut self, spec: &'a Spec, now: f64) -> CallState<'a> {
         self.stats.requests += 1;
         let retry = spec.cfg.retry.clone().unwrap_or_else(RetryConfig::off);
         CallState {
@@ -276,7 +277,7 @@ impl Guard {
         };
         match self
             .limits
-            .admit(c.spec.key, now, max_wait, c.spec.cfg.rate_limit)
+            .admit(&c.spec.key, now, max_wait, c.spec.cfg.rate_limit)
         {
             Admit::Now => {}
             Admit::Wait { ms, why } => {
@@ -290,7 +291,7 @@ impl Guard {
         }
         match self.breakers.as_mut() {
             None => Admission::Go(None),
-            Some(b) => match b.acquire(c.spec.key, now, rand01) {
+            Some(b) => match b.acquire(&c.spec.key, now, rand01) {
                 Ok(p) => Admission::Go(Some(p)),
                 Err(retry_in_ms) => Admission::Stop(Stop::CircuitOpen { retry_in_ms }),
             },
@@ -328,7 +329,7 @@ impl Guard {
     /// The call admitted with `permit` will make no attempt after all (its
     /// slot or lock wait ended): the breaker learns nothing.
     pub fn abandon(&mut self, c: &CallState, permit: Option<Permit>, now: f64) {
-        self.record(c.spec.key, permit, Sample::Ignored, now);
+        self.record(&c.spec.key, permit, Sample::Ignored, now);
     }
 
     /// The attempt, its slot taken: `None` when the deadline passed
@@ -379,7 +380,7 @@ impl Guard {
         let h: HedgeConfig = c.spec.cfg.hedge?;
         let after = match h.after {
             HedgeAfter::Ms(ms) => ms,
-            HedgeAfter::P95 => self.latencies.p95(c.spec.key, now)?,
+            HedgeAfter::P95 => self.latencies.p95(&c.spec.key, now)?,
         };
         Some(after - (now - last_started))
     }
@@ -389,8 +390,8 @@ impl Guard {
     /// queued), a closed breaker, and the retry budget (a hedge is a retry
     /// for it). Its slot is taken.
     pub fn hedge(&mut self, c: &mut CallState, now: f64, rand01: f64) -> Option<Attempt> {
-        let key = c.spec.key;
-        if c.deadline.expired(now) || !method_may_retry(&c.retry, c.spec.method, c.spec.has_key) {
+        let key: &str = &c.spec.key;
+        if c.deadline.expired(now) || !method_may_retry(&c.retry, &c.spec.method, c.spec.has_key) {
             return None;
         }
         if let Some(b) = self.breakers.as_mut() {
@@ -471,13 +472,13 @@ impl Guard {
             _ => Outcome::Network,
         };
         let s = sample(outcome, &self.failure_statuses);
-        self.record(c.spec.key, permit, s, now);
+        self.record(&c.spec.key, permit, s, now);
     }
 
     /// A successful answer that took `took_ms`, for hedging at the p95.
     pub fn answered_in(&mut self, c: &CallState, took_ms: f64, now: f64) {
         if c.spec.cfg.hedge.is_some() {
-            self.latencies.record(c.spec.key, now, took_ms);
+            self.latencies.record(&c.spec.key, now, took_ms);
         }
     }
 
@@ -497,7 +498,7 @@ impl Guard {
         if end.answered() {
             self.observe_quota(c, quota, now);
         }
-        let key = c.spec.key;
+        let key: &str = &c.spec.key;
         let (outcome, retry_after_ms) = match *end {
             Ended::Success | Ended::Parse => {
                 self.record(key, permit, Sample::Success, now);
@@ -547,7 +548,7 @@ impl Guard {
         let input = RetryInput {
             outcome,
             attempts_made: c.attempts,
-            method: c.spec.method,
+            method: &c.spec.method,
             has_idempotency_key: c.spec.has_key,
             retry_after_ms,
             remaining_ms: c.deadline.remaining(now),
@@ -582,7 +583,7 @@ impl Guard {
         if !c.spec.cfg.rate_limit {
             return;
         }
-        let key = c.spec.key;
+        let key: &str = &c.spec.key;
         if let Some(until) = self.limits.observe(key, quota, now, self.hold_cap) {
             self.tell(key, until - now, true);
         }
@@ -685,14 +686,15 @@ mod tests {
         CallConfig::resolve(c, &Default::default()).unwrap()
     }
 
-    fn spec<'a>(cfg: &'a CallConfig, method: &'a str) -> Spec<'a> {
-        Spec {
-            key: KEY,
-            method,
+    /// A call's spec for as long as the test runs.
+    fn spec(cfg: &CallConfig, method: &str) -> &'static Spec {
+        Box::leak(Box::new(Spec {
+            key: KEY.to_string(),
+            method: method.to_string(),
             has_key: false,
-            cfg,
+            cfg: cfg.clone(),
             prefer_cache: false,
-        }
+        }))
     }
 
     const UNAVAILABLE: Ended<'static> = Ended::Status {
@@ -891,9 +893,9 @@ mod tests {
             g.admit(&mut c, 20_000.0, false, 0.5),
             Admission::Stop(Stop::Deadline)
         );
-        let mut schema = spec(&cc, "GET");
+        let mut schema = spec(&cc, "GET").clone();
         schema.prefer_cache = true;
-        let mut c = g.start(schema, 0.0);
+        let mut c = g.start(&schema, 0.0);
         assert_eq!(
             g.admit(&mut c, 0.0, true, 0.5),
             Admission::Stop(Stop::Offline)

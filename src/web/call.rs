@@ -8,52 +8,28 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
 use crate::policy::guard::Spec;
-use crate::policy::options::CallConfig;
 
 pub use crate::policy::call_options::ResponseType;
 
 /// Everything one logical call needs, fixed before its first attempt.
 pub struct Call {
     pub request_id: String,
-    pub method: String,
     /// The absolute URL without userinfo, for events.
     pub url: String,
+    /// What the policy core decides by: method, breaker key, idempotency,
+    /// settings.
+    pub spec: Spec,
     /// What every attempt sends.
     pub target: Target,
     pub mode: Mode,
-    pub cfg: CallConfig,
-    pub has_key: bool,
-    pub breaker_key: String,
     pub cancel: Cancel,
-    /// Set for `request()` GET/HEAD calls that may share a flight (never
-    /// shared between calls that differ in `prefer_cache`).
-    pub dedupe_key: Option<String>,
-    /// `schema()`: an offline host or a Retry-After cooldown fails the call
-    /// at once (the cache answers) instead of waiting, as an open breaker
-    /// does.
-    pub prefer_cache: bool,
-    /// `fetch()`'s caller signal, which every attempt's request also
-    /// follows: once the call resolves, it can still abort the Response's
-    /// body, as with the host's own fetch.
-    pub body_signal: Option<AbortSignal>,
 }
 
 impl Call {
     /// GET and HEAD: what they fetch is named by the URL (and headers)
     /// alone, so they may share a flight and a default cache key.
     pub fn named_by_url(&self) -> bool {
-        self.method == "GET" || self.method == "HEAD"
-    }
-
-    /// What the policy core's decisions need to know of the call.
-    pub fn spec(&self) -> Spec<'_> {
-        Spec {
-            key: &self.breaker_key,
-            method: &self.method,
-            has_key: self.has_key,
-            cfg: &self.cfg,
-            prefer_cache: self.prefer_cache,
-        }
+        self.spec.method == "GET" || self.spec.method == "HEAD"
     }
 }
 
@@ -91,9 +67,39 @@ impl Target {
     }
 }
 
-/// `request()` reads and parses the body; `fetch()` hands back the Response.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// How a call hands back its answer.
 pub enum Mode {
-    Request(ResponseType),
-    Fetch,
+    /// `request()` reads and parses the body. `share`: the key under which
+    /// identical calls share one network call (GET and HEAD, when `dedupe`
+    /// is on; never shared between calls that differ in `prefer_cache`).
+    Request {
+        response_type: ResponseType,
+        share: Option<String>,
+    },
+    /// `fetch()` hands back the Response. `body_signal`: the caller's
+    /// signal, which every attempt's request also follows: once the call
+    /// resolves, it can still abort the Response's body, as with the host's
+    /// own fetch.
+    Fetch { body_signal: Option<AbortSignal> },
+}
+
+impl Mode {
+    pub fn request(response_type: ResponseType) -> Mode {
+        Mode::Request {
+            response_type,
+            share: None,
+        }
+    }
+
+    pub fn is_fetch(&self) -> bool {
+        matches!(self, Mode::Fetch { .. })
+    }
+
+    /// `request()`'s response type; None for `fetch()`.
+    pub fn response_type(&self) -> Option<ResponseType> {
+        match self {
+            Mode::Request { response_type, .. } => Some(*response_type),
+            Mode::Fetch { .. } => None,
+        }
+    }
 }

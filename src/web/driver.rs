@@ -6,7 +6,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::call::{Call, Mode};
+use super::call::Call;
 use super::crosstab::ProbeLock;
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
@@ -16,7 +16,7 @@ use super::runtime::{EventLink, Gate, Wake};
 use crate::policy::breaker::Permit;
 use crate::policy::classify::RetryDenied;
 use crate::policy::deadline::Deadline;
-use crate::policy::guard::{Admission, Attempt, CallState, Ended, Phase, Stop, Verdict};
+use crate::policy::guard::{Admission, Attempt, CallState, Phase, Stop, Verdict};
 use crate::policy::limiter::Acquire;
 
 /// Why the loop stops before an attempt: an error as it is, or the
@@ -33,31 +33,9 @@ impl From<CallError> for Halt {
     }
 }
 
-/// How an attempt's end reads to the policy core. `offline`: the host
-/// reports no network (only asked of a network error).
-pub(super) fn ended(end: &AttemptEnd, offline: bool) -> Ended<'_> {
-    match end {
-        AttemptEnd::Done(_) => Ended::Success,
-        AttemptEnd::Parse(_) => Ended::Parse,
-        AttemptEnd::Cancelled => Ended::Cancelled,
-        AttemptEnd::Timeout => Ended::Timeout,
-        AttemptEnd::Network(_) => Ended::Network { offline },
-        AttemptEnd::Status {
-            status,
-            retry_after,
-            reset_ms,
-            ..
-        } => Ended::Status {
-            status: *status,
-            retry_after: retry_after.as_deref(),
-            reset_ms: *reset_ms,
-        },
-    }
-}
-
 fn circuit_open(call: &Call, retry_in_ms: f64) -> CallError {
     CallError::new(ErrorKind::CircuitOpen {
-        key: call.breaker_key.clone(),
+        key: call.spec.key.clone(),
         retry_in_ms,
     })
 }
@@ -75,7 +53,7 @@ impl Engine {
     /// Runs a call to its end: resolves with the value of its last attempt
     /// or rejects with a descriptor of the reason it stopped.
     pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
-        let mut c = self.st.borrow_mut().guard.start(call.spec(), now_ms());
+        let mut c = self.st.borrow_mut().guard.start(&call.spec, now_ms());
         let result = self.attempts(call, &mut c).await;
         result.map_err(|e| {
             let attempts = c.attempts();
@@ -121,7 +99,7 @@ impl Engine {
                 g.settle(
                     c,
                     send.permit,
-                    &ended(&end, offline),
+                    &end.as_ended(offline),
                     quota.as_ref(),
                     now,
                     epoch_ms(),
@@ -138,7 +116,7 @@ impl Engine {
                 Verdict::Fail { denied } => {
                     // fetch() resolves with the final Response whatever its status.
                     return match response {
-                        Some(resp) if call.mode == Mode::Fetch => Ok(resp),
+                        Some(resp) if call.mode.is_fetch() => Ok(resp),
                         _ => Err(err.denied(denied)),
                     };
                 }
@@ -153,7 +131,7 @@ impl Engine {
             });
             // fetch() resolves with a final Response, never rejects with an
             // HttpError: its deadline stays a TimeoutError.
-            let http_from_fetch = call.mode == Mode::Fetch && response.is_some();
+            let http_from_fetch = call.mode.is_fetch() && response.is_some();
             last = (!http_from_fetch).then_some(err);
             if call.cancel.sleep(delay).await == Wake::Cancelled {
                 return Err(call.cancel.abort_error());
@@ -184,7 +162,7 @@ impl Engine {
                         self.events.emit_call("wait", call, c.attempts() + 1, &|o| {
                             o.times.delay_ms = Some(ms);
                             o.outcome.reason = Some(why.as_str());
-                            o.breaker.key = Some(&call.breaker_key);
+                            o.breaker.key = Some(&call.spec.key);
                         });
                     }
                     if call.cancel.sleep(ms).await == Wake::Cancelled {
@@ -231,7 +209,7 @@ impl Engine {
         let (Some(Permit::Probe), Some(x)) = (permit, self.news.crosstab.get()) else {
             return Ok(None);
         };
-        let lock = x.probe_lock(&call.breaker_key);
+        let lock = x.probe_lock(&call.spec.key);
         match call.cancel.within(deadline.remaining(now_ms()), lock).await {
             Ok(Some(lock)) => Ok(Some(lock)),
             Ok(None) => Err(circuit_open(call, 0.0).into()),

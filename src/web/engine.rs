@@ -137,8 +137,10 @@ impl Engine {
         signal: Option<AbortSignal>,
     ) -> Result<JsValue, JsValue> {
         // A closed client shares nothing: run_linked refuses the call.
-        let key = match &call.dedupe_key {
-            Some(key) if !self.is_closed() => key.clone(),
+        let key = match &call.mode {
+            Mode::Request {
+                share: Some(key), ..
+            } if !self.is_closed() => key.clone(),
             _ => return self.run_linked(call, signal).await,
         };
         let mut me = Waiter {
@@ -159,11 +161,11 @@ impl Engine {
             self.st.borrow_mut().guard.joined();
             // A joiner's own deadline still holds; the first caller's is
             // the network call's.
-            me.deadline_ms = Some(call.cfg.deadline_ms);
+            me.deadline_ms = Some(call.spec.cfg.deadline_ms);
             let seat = f.seat();
             return f.join(seat, signal, me).await;
         }
-        let copy_response = matches!(call.mode, Mode::Request(ResponseType::Response));
+        let copy_response = call.mode.response_type() == Some(ResponseType::Response);
         let flight = Rc::new(Flight::new(copy_response));
         self.st
             .borrow_mut()

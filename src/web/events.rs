@@ -158,7 +158,7 @@ impl Listeners {
     ) {
         self.emit(kind, &call.request_id, &|o| {
             o.call = Some(At {
-                method: &call.method,
+                method: &call.spec.method,
                 url: &call.url,
                 attempt: Some(attempt),
             });

@@ -19,7 +19,7 @@ use super::host::{
     assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
 use super::runtime::{settle, Alarm, Either, Race, Stop};
-use crate::policy::guard::{Attempt, Phase};
+use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
 
@@ -99,6 +99,28 @@ pub enum AttemptEnd {
 }
 
 impl AttemptEnd {
+    /// How this end reads to the policy core. `offline`: the host reports
+    /// no network (only asked of a network error).
+    pub fn as_ended(&self, offline: bool) -> Ended<'_> {
+        match self {
+            AttemptEnd::Done(_) => Ended::Success,
+            AttemptEnd::Parse(_) => Ended::Parse,
+            AttemptEnd::Cancelled => Ended::Cancelled,
+            AttemptEnd::Timeout => Ended::Timeout,
+            AttemptEnd::Network(_) => Ended::Network { offline },
+            AttemptEnd::Status {
+                status,
+                retry_after,
+                reset_ms,
+                ..
+            } => Ended::Status {
+                status: *status,
+                retry_after: retry_after.as_deref(),
+                reset_ms: *reset_ms,
+            },
+        }
+    }
+
     /// The value a call resolves with (a 2xx), or the error this attempt
     /// ends it with and, for a status, its Response (`fetch()` resolves
     /// with the last one). `phase`: the timeout the attempt ran under;
@@ -192,9 +214,11 @@ pub async fn attempt(
     }
     let attached = cancel.attach(&stop);
     let _timer = Alarm::stop(timeout_ms, &stop);
-    let signal = match &call.body_signal {
-        Some(caller) => either_signal(&stop.signal(), caller),
-        None => stop.signal(),
+    let signal = match &call.mode {
+        Mode::Fetch {
+            body_signal: Some(caller),
+        } => either_signal(&stop.signal(), caller),
+        _ => stop.signal(),
     };
     let answered = RefCell::new(None);
     let quota = Cell::new(None);
@@ -220,7 +244,7 @@ pub async fn attempt(
     }
 }
 
-/// The attempt itself. With `call.cfg.rate_limit`, the quota the answer
+/// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
 /// announces goes into `quota` as soon as its headers are in.
 async fn run(
     call: &Call,
@@ -244,7 +268,7 @@ async fn run(
     let (announced, retry_after, reset_ms) = fields(call, &resp, status);
     quota.set(announced);
     if (200..300).contains(&status) {
-        return read_ok(resp, call.mode).await;
+        return read_ok(resp, call.mode.response_type()).await;
     }
     let status_text = resp.status_text()?.as_string().unwrap_or_default();
     let stream = resp.body()?;
@@ -256,7 +280,7 @@ async fn run(
         response: resp.into(),
         body: js_sys::JsString::from(""),
     });
-    if let Mode::Request(_) = call.mode {
+    if !call.mode.is_fetch() {
         if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {
             answered.take();
             return Err(e);
@@ -299,26 +323,26 @@ fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Pr
     })
 }
 
-/// A 2xx: the Response for `fetch()` (and `responseType: 'response'`),
-/// else its body read and parsed as the call asks.
-async fn read_ok(resp: AnyResponse, mode: Mode) -> Result<AttemptEnd, JsValue> {
-    let value = match mode {
-        Mode::Fetch | Mode::Request(ResponseType::Response) => resp.into(),
-        Mode::Request(ResponseType::Text) => {
+/// A 2xx: the Response for `fetch()` (`None`) and `responseType:
+/// 'response'`, else its body read and parsed as `request()` asks.
+async fn read_ok(resp: AnyResponse, rt: Option<ResponseType>) -> Result<AttemptEnd, JsValue> {
+    let value = match rt {
+        None | Some(ResponseType::Response) => resp.into(),
+        Some(ResponseType::Text) => {
             let text = settle_any(resp.text()?).await?;
             if !text.is_string() {
                 return Err(not_a_response("text() gave no string"));
             }
             text
         }
-        Mode::Request(ResponseType::Bytes) => {
+        Some(ResponseType::Bytes) => {
             let buf = settle_any(resp.array_buffer()?).await?;
             if !instance_of::<js_sys::ArrayBuffer>(&buf) {
                 return Err(not_a_response("arrayBuffer() gave no ArrayBuffer"));
             }
             js_sys::Uint8Array::new(&buf).into()
         }
-        Mode::Request(ResponseType::Json) => {
+        Some(ResponseType::Json) => {
             let text = settle_any(resp.text()?).await?;
             let Some(text) = text.dyn_ref::<js_sys::JsString>() else {
                 return Err(not_a_response("text() gave no string"));
@@ -352,7 +376,7 @@ fn fields(
             .and_then(|h| h.get_header(name).ok())
             .and_then(|v| v.as_string())
     };
-    let quota = if call.cfg.rate_limit {
+    let quota = if call.spec.cfg.rate_limit {
         ratelimit::read(field, epoch_ms())
     } else {
         None
@@ -361,7 +385,7 @@ fn fields(
         return (quota, None, None);
     }
     let retry_after = field("retry-after");
-    let honours = call.cfg.retry.as_ref().is_some_and(|r| r.retry_after);
+    let honours = call.spec.cfg.retry.as_ref().is_some_and(|r| r.retry_after);
     let reset_ms = if honours && retry_after.is_none() && (status == 429 || status == 503) {
         ratelimit::refusal_wait_ms(field, epoch_ms())
     } else {

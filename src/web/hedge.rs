@@ -8,18 +8,18 @@
 //! spent), goes out only while the breaker is closed, only for calls that
 //! may be replayed (a method in `retry.methods` or an idempotency key), only
 //! into a concurrency slot that is free at once (never queued), never past a
-//! Retry-After hold or a rate limit's spacing, and only within the deadline. The first attempt to answer in a way no other could
-//! improve on (a success, a status that is no failure, a parse error) wins,
-//! and the others are aborted through their AbortControllers; a failure
-//! while another attempt is still out is a breaker sample, and the round
-//! waits for the rest. Tested in `tests/browser.rs` (`hedge_*`).
+//! Retry-After hold or a rate limit's spacing, and only within the
+//! deadline. The first attempt to answer in a way no other could improve
+//! on (a success, a status that is no failure, a parse error) wins, and the
+//! others are aborted through their AbortControllers; a failure while
+//! another attempt is still out is a breaker sample, and the round waits
+//! for the rest. Tested in `tests/browser.rs` (`hedge_*`).
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
 use super::call::Call;
-use super::driver::ended;
 use super::engine::Engine;
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{now_ms, rand01};
@@ -39,7 +39,7 @@ impl Engine {
     /// it the policy core allows; ends with the attempt that decides.
     pub async fn round(&self, call: &Call, c: &mut CallState<'_>, first: Attempt) -> Decided {
         let mut live = vec![self.launch(call, first, false)];
-        let mut left = call.cfg.hedge.map_or(0, |h| h.max);
+        let mut left = call.spec.cfg.hedge.map_or(0, |h| h.max);
         loop {
             let due = if left > 0 {
                 let last = live
@@ -78,7 +78,7 @@ impl Engine {
             let sent = live.swap_remove(i);
             self.release_slot();
             let now = now_ms();
-            if self.st.borrow().guard.decides(&ended(&end, false)) || live.is_empty() {
+            if self.st.borrow().guard.decides(&end.as_ended(false)) || live.is_empty() {
                 for other in live {
                     if let Some(stop) = &other.stop {
                         stop.abort();
@@ -105,7 +105,7 @@ impl Engine {
                 g.leg_failed(
                     c,
                     sent.send.permit,
-                    &ended(&end, false),
+                    &end.as_ended(false),
                     quota.as_ref(),
                     now,
                 )

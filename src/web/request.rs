@@ -20,6 +20,7 @@ use super::options::{
     pair_of, pairs, read_call, read_idempotency_key, read_signal, scalar, Reader,
 };
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
+use crate::policy::guard::Spec;
 use crate::policy::options::{CallConfig, OptionsError};
 use crate::text::{cat, decimal, split_http_href};
 
@@ -101,13 +102,16 @@ impl Builder {
             url,
             method,
             target,
-            Mode::Request(response_type),
+            Mode::request(response_type),
             common,
         )?;
-        call.prefer_cache = prefer_cache;
+        call.spec.prefer_cache = prefer_cache;
         if engine.cfg.dedupe && call.named_by_url() {
             let headers = call.target.headers().filter(|_| has_headers);
-            call.dedupe_key = Some(dedupe_key(&call, headers, response_type));
+            call.mode = Mode::Request {
+                response_type,
+                share: Some(dedupe_key(&call, headers, response_type)),
+            };
         }
         Ok((call, signal))
     }
@@ -173,7 +177,9 @@ impl Builder {
             url,
             method,
             Target::request(request),
-            Mode::Fetch,
+            Mode::Fetch {
+                body_signal: common.signal.clone(),
+            },
             common,
         )
     }
@@ -250,20 +256,17 @@ impl Builder {
             .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
         let call = Call {
             request_id: cat(&[&self.tag, "-", &decimal(engine.next_id())]),
-            method,
             url: href,
+            spec: Spec {
+                key: breaker_key,
+                method,
+                has_key,
+                cfg: common.cfg,
+                prefer_cache: false,
+            },
             target,
             mode,
-            cfg: common.cfg,
-            has_key,
-            breaker_key,
             cancel: Cancel::default(),
-            dedupe_key: None,
-            prefer_cache: false,
-            body_signal: match mode {
-                Mode::Fetch => common.signal.clone(),
-                Mode::Request(_) => None,
-            },
         };
         Ok((call, common.signal))
     }
@@ -367,8 +370,12 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
     let sent = call.url.split('#').next().unwrap_or(&call.url);
     // schema() does not wait where request() does: neither may inherit
     // the other's patience.
-    let waits = if call.prefer_cache { "cache" } else { "waits" };
-    let mut key = cat(&[&call.method, " ", rt.name(), " ", waits, " ", sent]);
+    let waits = if call.spec.prefer_cache {
+        "cache"
+    } else {
+        "waits"
+    };
+    let mut key = cat(&[&call.spec.method, " ", rt.name(), " ", waits, " ", sent]);
     if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
         for pair in entries.flatten() {
             let pair: Array = pair.unchecked_into();

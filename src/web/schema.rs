@@ -23,7 +23,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
-use super::call::{Call, Mode};
+use super::call::Call;
 use super::convert::{get, Obj};
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
@@ -49,7 +49,7 @@ pub struct SchemaOptions {
 pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsError> {
     let r = Reader::new(options, "options")?;
     // request() has read and checked it.
-    if let Mode::Request(rt) = call.mode {
+    if let Some(rt) = call.mode.response_type() {
         rt.for_schema()?;
     }
     let cache_key = r.string("cacheKey")?;
@@ -100,7 +100,7 @@ pub async fn run(
 ) -> Result<JsValue, JsValue> {
     let (request_id, method, url) = (
         call.request_id.clone(),
-        call.method.clone(),
+        call.spec.method.clone(),
         call.url.clone(),
     );
     let started = now_ms();
