@@ -8,17 +8,10 @@
 //! is here, where the native tests at the end of this file prove each one:
 //! the valid inputs, each invalid kind and the boundaries.
 
-use super::options::{OptionsError, MAX_DURATION_MS};
+use super::options::{is_token, OptionsError, MAX_DURATION_MS};
 use crate::text::cat;
 
 type Result<T> = std::result::Result<T, OptionsError>;
-
-/// An RFC 9110 token (one or more `tchar`s): what a method name must be,
-/// for the `method` option and for `retry.methods` alike.
-pub fn is_token(s: &str) -> bool {
-    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    !s.is_empty() && s.bytes().all(tchar)
-}
 
 /// `method`: a token fetch can send, uppercased; GET when absent.
 pub fn method(m: Option<&str>) -> Result<String> {

@@ -21,7 +21,6 @@
 //! * `gatewayTimeoutMs` is a timeout (> 0) and derives
 //!   `timeoutMs = ceil(1.2 * g)`, computed exactly as `ceil(6g / 5)`.
 
-use super::call_options::is_token;
 use crate::text::{cat, decimal};
 use std::fmt;
 
@@ -689,6 +688,13 @@ fn status(v: f64) -> Result<u16> {
             "must hold integers from 100 to 599",
         ))
     }
+}
+
+/// An RFC 9110 token (one or more `tchar`s): what a method name must be,
+/// for the `method` option and for `retry.methods` alike.
+pub fn is_token(s: &str) -> bool {
+    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    !s.is_empty() && s.bytes().all(tchar)
 }
 
 /// An HTTP method token (RFC 9110 `tchar`s), uppercased.

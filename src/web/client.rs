@@ -153,7 +153,7 @@ impl Client {
                 }
             };
             if let Some(x) = CrossTab::new(&prefix, on_peer) {
-                let _ = engine.news.crosstab.set(x);
+                let _ = engine.crosstab.set(x);
             }
         }
         Ok(Client {

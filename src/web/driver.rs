@@ -206,7 +206,7 @@ impl Engine {
         deadline: &Deadline,
         permit: Option<Permit>,
     ) -> Result<Option<ProbeLock>, Halt> {
-        let (Some(Permit::Probe), Some(x)) = (permit, self.news.crosstab.get()) else {
+        let (Some(Permit::Probe), Some(x)) = (permit, self.crosstab.get()) else {
             return Ok(None);
         };
         let lock = x.probe_lock(&call.spec.key);

@@ -5,24 +5,26 @@
 //! mutable state sits in one `RefCell` that is never held across an
 //! `await` or while a JS listener runs.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::cell::{OnceCell, RefCell};
+use std::rc::{Rc, Weak};
 
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
 use super::call::{Call, Mode, ResponseType};
 use super::cancel::{Cancel, CancelReason};
+use super::crosstab::CrossTab;
 use super::dedupe::{Flight, Lead, Waiter};
 use super::events::Listeners;
 use super::host::now_ms;
-use super::news::News;
-use super::runtime::{Gate, OnAbort, Wake};
+use super::runtime::{Alarm, Gate, OnAbort, Wake};
 use super::storage::Memory;
 use super::vecmap::VecMap;
 use crate::policy::guard::Guard;
 use crate::policy::limiter::WaiterId;
 use crate::policy::options::ClientConfig;
+
+mod news;
 
 /// The engine's mutable state: the policy core's, and what only the host
 /// side has (gates, cancel switches, listeners, shared flights).
@@ -44,11 +46,15 @@ pub struct State {
 pub struct Engine {
     pub cfg: ClientConfig,
     pub st: RefCell<State>,
-    /// Breaker news to and from other tabs, and the half-open timer.
-    pub news: News,
+    /// Set once after construction when `crossTab` is on and the host can.
+    pub crosstab: OnceCell<CrossTab>,
     /// `schema()`'s last-good copies where they are kept in memory.
     pub memory: Memory,
     pub events: Listeners,
+    /// The timer that turns the first open breaker half-open when its
+    /// period ends, and that time (see `news.rs`).
+    half_open: RefCell<Option<(Alarm, f64)>>,
+    me: Weak<Engine>,
 }
 
 impl Engine {
@@ -66,7 +72,9 @@ impl Engine {
             st: RefCell::new(st),
             memory: Memory::default(),
             events: Listeners::default(),
-            news: News::new(me.clone()),
+            crosstab: OnceCell::new(),
+            half_open: RefCell::new(None),
+            me: me.clone(),
         })
     }
 
@@ -229,7 +237,10 @@ impl Engine {
             st.closed = true;
             st.calls.take_values()
         };
-        self.news.close();
+        if let Some(x) = self.crosstab.get() {
+            x.close();
+        }
+        self.half_open.borrow_mut().take();
         self.memory.clear();
         for c in calls {
             c.cancel(CancelReason::Closed);

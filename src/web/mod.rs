@@ -18,7 +18,6 @@ mod events;
 mod fetch;
 mod hedge;
 mod host;
-mod news;
 mod options;
 mod request;
 pub mod runtime;

@@ -2,46 +2,14 @@
 //! messages for the other tabs, and the holds it sets go to them too; the
 //! other tabs' messages become this tab's state; and the first open
 //! breaker turns half-open when its period ends, by a timer, not when a
-//! call next asks.
+//! call next asks. A child of `engine`: it reads the engine's own fields.
 
-use std::cell::{OnceCell, RefCell};
-use std::rc::Weak;
-
-use super::crosstab::{CrossTab, Peer};
-use super::engine::Engine;
-use super::events::Breaker;
-use super::host::{epoch_ms, now_ms};
-use super::runtime::Alarm;
+use super::Engine;
 use crate::policy::breaker::State as BreakerState;
-
-/// The engine's links for breaker news.
-pub struct News {
-    /// Set once after construction when `crossTab` is on and the host can.
-    pub crosstab: OnceCell<CrossTab>,
-    /// The timer that turns the first open breaker half-open when its
-    /// period ends, and that time.
-    half_open: RefCell<Option<(Alarm, f64)>>,
-    /// The engine, for the timer's callback.
-    me: Weak<Engine>,
-}
-
-impl News {
-    pub fn new(me: Weak<Engine>) -> News {
-        News {
-            crosstab: OnceCell::new(),
-            half_open: RefCell::new(None),
-            me,
-        }
-    }
-
-    /// `close()`: no more news, in or out.
-    pub fn close(&self) {
-        if let Some(x) = self.crosstab.get() {
-            x.close();
-        }
-        self.half_open.borrow_mut().take();
-    }
-}
+use crate::web::crosstab::Peer;
+use crate::web::events::Breaker;
+use crate::web::host::{epoch_ms, now_ms};
+use crate::web::runtime::Alarm;
 
 impl Engine {
     /// Emits the breaker transitions the policy core recorded and sends the
@@ -52,7 +20,7 @@ impl Engine {
             let g = &mut self.st.borrow_mut().guard;
             (g.drain_transitions(), g.drain_holds())
         };
-        if let Some(x) = self.news.crosstab.get() {
+        if let Some(x) = self.crosstab.get() {
             for h in holds {
                 x.send(&Peer::Cooldown {
                     key: h.key,
@@ -66,7 +34,7 @@ impl Engine {
         }
         let now = now_ms();
         for t in transitions {
-            if let Some(x) = self.news.crosstab.get().filter(|_| share) {
+            if let Some(x) = self.crosstab.get().filter(|_| share) {
                 let info = self.st.borrow().guard.open_info(&t.key, now);
                 match (t.to, info) {
                     (BreakerState::Open, Some((left, period))) => x.send(&Peer::Open {
@@ -99,17 +67,17 @@ impl Engine {
     /// Sets the timer for the first open breaker's end, unless it is set
     /// for that time already; drops it when no breaker is open.
     fn arm_half_open(&self) {
-        let next = if self.is_closed() {
+        let next = if self.st.borrow().closed {
             None
         } else {
             self.st.borrow().guard.next_half_open()
         };
-        let mut slot = self.news.half_open.borrow_mut();
+        let mut slot = self.half_open.borrow_mut();
         if slot.as_ref().map(|(_, at)| *at) == next {
             return;
         }
         *slot = next.map(|at| {
-            let me = self.news.me.clone();
+            let me = self.me.clone();
             let alarm = Alarm::run(at - now_ms(), move || {
                 if let Some(engine) = me.upgrade() {
                     engine.half_open_due();
@@ -122,8 +90,8 @@ impl Engine {
     /// An open period has ended: report the breakers turned half-open now
     /// (an event with `requestId: ''`), not when a call next asks.
     fn half_open_due(&self) {
-        self.news.half_open.borrow_mut().take();
-        if self.is_closed() {
+        self.half_open.borrow_mut().take();
+        if self.st.borrow().closed {
             return;
         }
         self.decide("", |g| g.refresh(now_ms()));
