@@ -46,6 +46,9 @@ use super::options::{
 use super::ratelimit::{Admit, Limits, Quota, Why};
 use super::stats::Stats;
 
+mod news;
+mod settle;
+
 /// What the decisions need to know of one call, fixed before its first
 /// attempt (the engine's call holds it; a [`CallState`] borrows it).
 #[derive(Debug, Clone)]
@@ -424,6 +427,13 @@ impl Guard {
         Some(self.send(c, permit, now))
     }
 
+    /// A breaker sample for `key`, when the call holds a breaker permit.
+    fn record(&mut self, key: &str, permit: Option<Permit>, s: Sample, now: f64) {
+        if let (Some(p), Some(b)) = (permit, self.breakers.as_mut()) {
+            b.record(key, p, s, now);
+        }
+    }
+
     /// Frees the slot `try_take` just took: nobody can be queued for it
     /// (a free slot means an empty queue), so nobody is woken.
     fn give_back_slot(&mut self) {
@@ -438,230 +448,6 @@ impl Guard {
             self.stats.budget_denied += 1;
         }
         allowed
-    }
-
-    /// Does this end settle a round of attempts? A failure that another
-    /// attempt still out might improve on does not.
-    pub fn decides(&self, end: &Ended) -> bool {
-        match end {
-            Ended::Status { status, .. } => !self.failure_statuses.contains(status),
-            Ended::Network { .. } | Ended::Timeout => false,
-            Ended::Success | Ended::Parse | Ended::Cancelled => true,
-        }
-    }
-
-    /// A hedge leg failed while another attempt is still out: a breaker
-    /// sample, and what its answer said of the quota.
-    pub fn leg_failed(
-        &mut self,
-        c: &CallState,
-        permit: Option<Permit>,
-        end: &Ended,
-        quota: Option<&Quota>,
-        now: f64,
-    ) {
-        let outcome = match *end {
-            Ended::Status { status, .. } => {
-                self.observe_quota(c, quota, now);
-                Outcome::Status(status)
-            }
-            Ended::Timeout => {
-                self.stats.timeouts += 1;
-                Outcome::Timeout
-            }
-            _ => Outcome::Network,
-        };
-        let s = sample(outcome, &self.failure_statuses);
-        self.record(&c.spec.key, permit, s, now);
-    }
-
-    /// A successful answer that took `took_ms`, for hedging at the p95.
-    pub fn answered_in(&mut self, c: &CallState, took_ms: f64, now: f64) {
-        if c.spec.cfg.hedge.is_some() {
-            self.latencies.record(&c.spec.key, now, took_ms);
-        }
-    }
-
-    /// The attempt that decides the round ended: the breaker sample, the
-    /// quota announced, a Retry-After hold, then retry or not.
-    #[allow(clippy::too_many_arguments)]
-    pub fn settle(
-        &mut self,
-        c: &mut CallState,
-        permit: Option<Permit>,
-        end: &Ended,
-        quota: Option<&Quota>,
-        now: f64,
-        epoch: f64,
-        rand01: f64,
-    ) -> Verdict {
-        if end.answered() {
-            self.observe_quota(c, quota, now);
-        }
-        let key: &str = &c.spec.key;
-        let (outcome, retry_after_ms) = match *end {
-            Ended::Success | Ended::Parse => {
-                self.record(key, permit, Sample::Success, now);
-                return Verdict::End;
-            }
-            Ended::Cancelled => {
-                self.record(key, permit, Sample::Ignored, now);
-                return Verdict::End;
-            }
-            Ended::Timeout => {
-                self.stats.timeouts += 1;
-                (Outcome::Timeout, None)
-            }
-            Ended::Network { .. } => (Outcome::Network, None),
-            Ended::Status {
-                status,
-                retry_after,
-                reset_ms,
-            } => {
-                // A Retry-After present decides, even malformed; without one,
-                // the rate-limit reset (ky's reading).
-                let ra = if c.retry.retry_after && (status == 429 || status == 503) {
-                    match retry_after {
-                        Some(v) => parse_retry_after(v, epoch),
-                        None => reset_ms,
-                    }
-                } else {
-                    None
-                };
-                // Only a wait this client honours holds its other calls (and
-                // the other tabs) back; one beyond maxRetryAfterMs just ends
-                // this call.
-                if let Some(wait) = ra.filter(|w| *w <= c.retry.max_retry_after_ms) {
-                    self.limits.hold(key, now + wait, Why::RetryAfter, now);
-                    self.tell(key, wait, false);
-                }
-                (Outcome::Status(status), ra)
-            }
-        };
-        // A request that failed because the device went offline says
-        // nothing about the server.
-        let s = match end {
-            Ended::Network { offline: true } => Sample::Ignored,
-            _ => sample(outcome, &self.failure_statuses),
-        };
-        self.record(key, permit, s, now);
-        let input = RetryInput {
-            outcome,
-            attempts_made: c.attempts,
-            method: &c.spec.method,
-            has_idempotency_key: c.spec.has_key,
-            retry_after_ms,
-            remaining_ms: c.deadline.remaining(now),
-        };
-        let planned = plan_retry(&c.retry, &mut c.backoff, &input, rand01);
-        match planned {
-            Ok(_) if !self.budget_allows(now) => Verdict::Fail {
-                denied: RetryDenied::Budget,
-            },
-            Ok(delay_ms) => {
-                self.stats.retries += 1;
-                Verdict::Retry { delay_ms }
-            }
-            Err(denied) => Verdict::Fail { denied },
-        }
-    }
-
-    /// A call ended in failure.
-    pub fn failed(&mut self) {
-        self.stats.failures += 1;
-    }
-
-    /// A call joined an identical one in flight instead of sending.
-    pub fn joined(&mut self) {
-        self.stats.requests += 1;
-        self.stats.deduped += 1;
-    }
-
-    /// What an answer announced of its key's quota (calls that obey rate
-    /// limits); a quota spent is for the other tabs too.
-    fn observe_quota(&mut self, c: &CallState, quota: Option<&Quota>, now: f64) {
-        if !c.spec.cfg.rate_limit {
-            return;
-        }
-        let key: &str = &c.spec.key;
-        if let Some(until) = self.limits.observe(key, quota, now, self.hold_cap) {
-            self.tell(key, until - now, true);
-        }
-    }
-
-    fn tell(&mut self, key: &str, wait_ms: f64, quota: bool) {
-        self.holds.push(Hold {
-            key: key.to_owned(),
-            wait_ms,
-            quota,
-        });
-    }
-
-    fn record(&mut self, key: &str, permit: Option<Permit>, s: Sample, now: f64) {
-        if let (Some(p), Some(b)) = (permit, self.breakers.as_mut()) {
-            b.record(key, p, s, now);
-        }
-    }
-
-    /// Another tab's breaker for `key` opened, for `open_for_ms` more of a
-    /// `period_ms` period.
-    pub fn peer_open(&mut self, key: &str, now: f64, open_for_ms: f64, period_ms: f64) {
-        if let Some(b) = self.breakers.as_mut() {
-            b.force_open(key, now, open_for_ms, period_ms);
-        }
-    }
-
-    pub fn peer_closed(&mut self, key: &str, now: f64) {
-        if let Some(b) = self.breakers.as_mut() {
-            b.force_close(key, now);
-        }
-    }
-
-    /// Another tab was told to wait `wait_ms` on `key`: no longer than this
-    /// client would wait itself.
-    pub fn peer_hold(&mut self, key: &str, wait_ms: f64, quota: bool, now: f64) {
-        let why = if quota { Why::Quota } else { Why::Peer };
-        self.limits
-            .hold(key, now + wait_ms.min(self.hold_cap), why, now);
-    }
-
-    /// Breaker transitions since the last drain (opens are counted here).
-    pub fn drain_transitions(&mut self) -> Vec<Transition> {
-        let Some(b) = self.breakers.as_mut() else {
-            return Vec::new();
-        };
-        let t = b.drain_transitions();
-        self.stats.breaker_opens += t.iter().filter(|t| t.to == BreakerState::Open).count() as u64;
-        t
-    }
-
-    /// Holds set since the last drain, for the other tabs.
-    pub fn drain_holds(&mut self) -> Vec<Hold> {
-        std::mem::take(&mut self.holds)
-    }
-
-    /// `(time left, period)` of `key`'s open breaker.
-    pub fn open_info(&self, key: &str, now: f64) -> Option<(f64, f64)> {
-        self.breakers.as_ref()?.open_info(key, now)
-    }
-
-    /// When the first open breaker's period ends.
-    pub fn next_half_open(&self) -> Option<f64> {
-        self.breakers.as_ref()?.next_half_open()
-    }
-
-    /// Turns the breakers whose open period has ended half-open.
-    pub fn refresh(&mut self, now: f64) {
-        if let Some(b) = self.breakers.as_mut() {
-            b.refresh(now);
-        }
-    }
-
-    /// `client.breakers()`; empty with `breaker: false`.
-    pub fn snapshot(&mut self, now: f64) -> Vec<Snapshot> {
-        self.breakers
-            .as_mut()
-            .map_or_else(Vec::new, |b| b.snapshot(now))
     }
 }
 

@@ -1,0 +1,166 @@
+//! Steps 5 and 6 of a call (see the parent module): what an attempt's end
+//! decides. Within a round of hedged attempts, which end settles it and
+//! what a failed leg teaches the breaker; at the round's end, the breaker
+//! sample, the rate-limit fields and a Retry-After hold, then the verdict:
+//! retry after a delay, or end the call (with why it was not retried).
+
+use super::*;
+
+impl Guard {
+    /// Does this end settle a round of attempts? A failure that another
+    /// attempt still out might improve on does not.
+    pub fn decides(&self, end: &Ended) -> bool {
+        match end {
+            Ended::Status { status, .. } => !self.failure_statuses.contains(status),
+            Ended::Network { .. } | Ended::Timeout => false,
+            Ended::Success | Ended::Parse | Ended::Cancelled => true,
+        }
+    }
+
+    /// A hedge leg failed while another attempt is still out: a breaker
+    /// sample, and what its answer said of the quota.
+    pub fn leg_failed(
+        &mut self,
+        c: &CallState,
+        permit: Option<Permit>,
+        end: &Ended,
+        quota: Option<&Quota>,
+        now: f64,
+    ) {
+        let outcome = match *end {
+            Ended::Status { status, .. } => {
+                self.observe_quota(c, quota, now);
+                Outcome::Status(status)
+            }
+            Ended::Timeout => {
+                self.stats.timeouts += 1;
+                Outcome::Timeout
+            }
+            _ => Outcome::Network,
+        };
+        let s = sample(outcome, &self.failure_statuses);
+        self.record(&c.spec.key, permit, s, now);
+    }
+
+    /// A successful answer that took `took_ms`, for hedging at the p95.
+    pub fn answered_in(&mut self, c: &CallState, took_ms: f64, now: f64) {
+        if c.spec.cfg.hedge.is_some() {
+            self.latencies.record(&c.spec.key, now, took_ms);
+        }
+    }
+
+    /// The attempt that decides the round ended: the breaker sample, the
+    /// quota announced, a Retry-After hold, then retry or not.
+    #[allow(clippy::too_many_arguments)]
+    pub fn settle(
+        &mut self,
+        c: &mut CallState,
+        permit: Option<Permit>,
+        end: &Ended,
+        quota: Option<&Quota>,
+        now: f64,
+        epoch: f64,
+        rand01: f64,
+    ) -> Verdict {
+        if end.answered() {
+            self.observe_quota(c, quota, now);
+        }
+        let key: &str = &c.spec.key;
+        let (outcome, retry_after_ms) = match *end {
+            Ended::Success | Ended::Parse => {
+                self.record(key, permit, Sample::Success, now);
+                return Verdict::End;
+            }
+            Ended::Cancelled => {
+                self.record(key, permit, Sample::Ignored, now);
+                return Verdict::End;
+            }
+            Ended::Timeout => {
+                self.stats.timeouts += 1;
+                (Outcome::Timeout, None)
+            }
+            Ended::Network { .. } => (Outcome::Network, None),
+            Ended::Status {
+                status,
+                retry_after,
+                reset_ms,
+            } => {
+                // A Retry-After present decides, even malformed; without one,
+                // the rate-limit reset (ky's reading).
+                let ra = if c.retry.retry_after && (status == 429 || status == 503) {
+                    match retry_after {
+                        Some(v) => parse_retry_after(v, epoch),
+                        None => reset_ms,
+                    }
+                } else {
+                    None
+                };
+                // Only a wait this client honours holds its other calls (and
+                // the other tabs) back; one beyond maxRetryAfterMs just ends
+                // this call.
+                if let Some(wait) = ra.filter(|w| *w <= c.retry.max_retry_after_ms) {
+                    self.limits.hold(key, now + wait, Why::RetryAfter, now);
+                    self.tell(key, wait, false);
+                }
+                (Outcome::Status(status), ra)
+            }
+        };
+        // A request that failed because the device went offline says
+        // nothing about the server.
+        let s = match end {
+            Ended::Network { offline: true } => Sample::Ignored,
+            _ => sample(outcome, &self.failure_statuses),
+        };
+        self.record(key, permit, s, now);
+        let input = RetryInput {
+            outcome,
+            attempts_made: c.attempts,
+            method: &c.spec.method,
+            has_idempotency_key: c.spec.has_key,
+            retry_after_ms,
+            remaining_ms: c.deadline.remaining(now),
+        };
+        let planned = plan_retry(&c.retry, &mut c.backoff, &input, rand01);
+        match planned {
+            Ok(_) if !self.budget_allows(now) => Verdict::Fail {
+                denied: RetryDenied::Budget,
+            },
+            Ok(delay_ms) => {
+                self.stats.retries += 1;
+                Verdict::Retry { delay_ms }
+            }
+            Err(denied) => Verdict::Fail { denied },
+        }
+    }
+
+    /// A call ended in failure.
+    pub fn failed(&mut self) {
+        self.stats.failures += 1;
+    }
+
+    /// A call joined an identical one in flight instead of sending.
+    pub fn joined(&mut self) {
+        self.stats.requests += 1;
+        self.stats.deduped += 1;
+    }
+
+    /// What an answer announced of its key's quota (calls that obey rate
+    /// limits); a quota spent is for the other tabs too.
+    fn observe_quota(&mut self, c: &CallState, quota: Option<&Quota>, now: f64) {
+        if !c.spec.cfg.rate_limit {
+            return;
+        }
+        let key: &str = &c.spec.key;
+        if let Some(until) = self.limits.observe(key, quota, now, self.hold_cap) {
+            self.tell(key, until - now, true);
+        }
+    }
+
+    fn tell(&mut self, key: &str, wait_ms: f64, quota: bool) {
+        self.holds.push(Hold {
+            key: key.to_owned(),
+            wait_ms,
+            quota,
+        });
+    }
+}
