@@ -456,6 +456,7 @@ impl Guard {
 mod tests {
     use super::*;
     use crate::policy::options::{HedgeConfig, Jitter, LimiterConfig};
+    use proptest::prelude::*;
 
     const KEY: &str = "GET https://api.example/items";
 
@@ -606,6 +607,374 @@ mod tests {
             }
         }
         assert_eq!((denials, g.stats.budget_denied, g.stats.retries), (2, 2, 3));
+    }
+
+    /// What the breaker's window holds for KEY: (samples, failures).
+    fn window(g: &mut Guard, now: f64) -> (u32, u32) {
+        g.snapshot(now)
+            .into_iter()
+            .find(|s| s.key == KEY)
+            .map_or((0, 0), |s| {
+                let failures = (s.failure_rate * f64::from(s.samples)).round();
+                (s.samples, failures as u32)
+            })
+    }
+
+    #[test]
+    fn every_end_kind_settles_and_samples_as_the_contract_says() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let status = |status| Ended::Status {
+            status,
+            retry_after: None,
+            reset_ms: None,
+        };
+        let retry = Verdict::Retry { delay_ms: 1000.0 };
+        // (end, verdict of a first GET attempt, (samples, failures), timeouts)
+        let cases = [
+            (Ended::Success, Verdict::End, (1, 0), 0),
+            // a parse error is the server's answer: no retry, no failure
+            (Ended::Parse, Verdict::End, (1, 0), 0),
+            // a caller abort is never retried and never a sample
+            (Ended::Cancelled, Verdict::End, (0, 0), 0),
+            (Ended::Timeout, retry, (1, 1), 1),
+            (Ended::Network { offline: false }, retry, (1, 1), 0),
+            // offline: retried (the engine waits for `online`), no sample
+            (Ended::Network { offline: true }, retry, (0, 0), 0),
+            (UNAVAILABLE, retry, (1, 1), 0),
+            (status(500), retry, (1, 1), 0),
+            // not a failure status: an answer, no retry
+            (
+                status(404),
+                Verdict::Fail {
+                    denied: RetryDenied::Status,
+                },
+                (1, 0),
+                0,
+            ),
+            (
+                status(401),
+                Verdict::Fail {
+                    denied: RetryDenied::Status,
+                },
+                (1, 0),
+                0,
+            ),
+        ];
+        for (end, verdict, sampled, timeouts) in cases {
+            let mut g = Guard::new(&client);
+            let mut c = g.start(spec(&cc, "GET"), 0.0);
+            let s = send(&mut g, &mut c, 0.0);
+            let decides = g.decides(&end);
+            assert_eq!(settle(&mut g, &mut c, &s, end, 1.0), verdict, "{end:?}");
+            assert_eq!(window(&mut g, 1.0), sampled, "{end:?}");
+            assert_eq!(g.stats.timeouts, timeouts, "{end:?}");
+            assert_eq!(g.in_flight(), 0);
+            // only a failure another hedge leg could improve on leaves a
+            // round open
+            assert_eq!(
+                decides,
+                !matches!(verdict, Verdict::Retry { .. }),
+                "{end:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_abort_at_any_stage_leaves_no_slot_no_probe_and_no_sample() {
+        let mut client = cfg();
+        client.concurrency = Some(LimiterConfig { max: 1, queue: 10 });
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+
+        // Queued behind a call in flight, then aborted: out of the queue,
+        // and the slot the first call frees goes to nobody.
+        let mut first = g.start(spec(&cc, "GET"), 0.0);
+        let s1 = send(&mut g, &mut first, 0.0);
+        let mut queued = g.start(spec(&cc, "GET"), 0.0);
+        assert!(matches!(
+            g.admit(&mut queued, 0.0, false, 0.5),
+            Admission::Go(_)
+        ));
+        let Acquire::Queued(id) = g.acquire_slot() else {
+            panic!("not queued")
+        };
+        assert_eq!(g.queued(), 1);
+        assert!(g.leave_queue(id), "still queued when it left");
+        assert_eq!(g.queued(), 0);
+        assert_eq!(g.release_slot(), None);
+        assert_eq!(g.in_flight(), 0);
+        // (the first call's own end, so its breaker sample is in)
+        settle(&mut g, &mut first, &s1, Ended::Success, 1.0);
+
+        // Granted just as it gave up: leave_queue says so, and the caller
+        // passes the slot on.
+        let s1 = send(&mut g, &mut first, 2.0);
+        let Acquire::Queued(id) = g.acquire_slot() else {
+            panic!("not queued")
+        };
+        assert_eq!(g.release_slot(), Some(id));
+        assert!(!g.leave_queue(id), "granted before it left");
+        assert_eq!(g.release_slot(), None);
+        assert_eq!(g.in_flight(), 0);
+        settle(&mut g, &mut first, &s1, Ended::Success, 3.0);
+
+        // Aborted during the attempt: no sample, no retry.
+        let before = window(&mut g, 4.0);
+        let mut c = g.start(spec(&cc, "GET"), 4.0);
+        let s = send(&mut g, &mut c, 4.0);
+        assert_eq!(
+            settle(&mut g, &mut c, &s, Ended::Cancelled, 5.0),
+            Verdict::End
+        );
+        assert_eq!(window(&mut g, 5.0), before);
+
+        // Open the breaker, wait out its period: the half-open probe,
+        // aborted after admission (waiting for the probe lock or a slot),
+        // goes back, so the next call probes.
+        for i in 0..3 {
+            let now = 10.0 + f64::from(i);
+            let mut c = g.start(spec(&cc, "POST"), now);
+            let s = send(&mut g, &mut c, now);
+            settle(&mut g, &mut c, &s, UNAVAILABLE, now);
+        }
+        let half_open = g.next_half_open().unwrap();
+        let mut probe = g.start(spec(&cc, "GET"), half_open);
+        let Admission::Go(Some(permit)) = g.admit(&mut probe, half_open, false, 0.5) else {
+            panic!("no probe")
+        };
+        assert_eq!(permit, Permit::Probe);
+        let mut other = g.start(spec(&cc, "GET"), half_open);
+        assert!(matches!(
+            g.admit(&mut other, half_open, false, 0.5),
+            Admission::Stop(Stop::CircuitOpen { .. })
+        ));
+        let samples = window(&mut g, half_open);
+        g.abandon(&probe, Some(permit), half_open);
+        assert_eq!(window(&mut g, half_open), samples);
+        let mut next = g.start(spec(&cc, "GET"), half_open + 1.0);
+        assert!(matches!(
+            g.admit(&mut next, half_open + 1.0, false, 0.5),
+            Admission::Go(Some(Permit::Probe))
+        ));
+
+        // Aborted in the backoff after a failure: its slot went back when
+        // the attempt ended, so the guard holds nothing for it.
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert!(matches!(
+            settle(&mut g, &mut c, &s, Ended::Timeout, 1.0),
+            Verdict::Retry { .. }
+        ));
+        assert_eq!((g.in_flight(), g.queued()), (0, 0));
+        assert_eq!(g.acquire_slot(), Acquire::Granted);
+    }
+
+    /// Where a modelled caller is in the loop.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Stage {
+        Admit,
+        Queued(WaiterId, Option<Permit>),
+        /// A freed slot was handed to it while queued.
+        Granted(Option<Permit>),
+        Running(Option<Permit>),
+        Backoff(f64),
+        Done,
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Start,
+        /// Moves call `n % calls` on; a running attempt ends as `end` says.
+        Step(usize, u8),
+        Abort(usize),
+        Tick(u16),
+    }
+
+    fn end_of(n: u8) -> Ended<'static> {
+        match n % 6 {
+            0 => Ended::Success,
+            1 => Ended::Timeout,
+            2 => Ended::Network { offline: false },
+            3 => UNAVAILABLE,
+            4 => Ended::Status {
+                status: 404,
+                retry_after: None,
+                reset_ms: None,
+            },
+            _ => Ended::Parse,
+        }
+    }
+
+    /// Drives the guard as the engine does, with callers that start, move
+    /// on, fail, retry and abort in any order, and checks after every step
+    /// that what the guard counts is what the callers hold.
+    struct Model {
+        g: Guard,
+        calls: Vec<(CallState<'static>, Stage)>,
+        cc: CallConfig,
+        now: f64,
+        retries: u64,
+    }
+
+    impl Model {
+        /// A freed slot: to the queued call it is handed to, if any.
+        fn release(&mut self) {
+            if let Some(id) = self.g.release_slot() {
+                let (_, stage) = self
+                    .calls
+                    .iter_mut()
+                    .find(|(_, s)| matches!(s, Stage::Queued(w, _) if *w == id))
+                    .expect("handed to a queued call");
+                let Stage::Queued(_, permit) = *stage else {
+                    unreachable!()
+                };
+                *stage = Stage::Granted(permit);
+            }
+        }
+
+        fn begin(&mut self, i: usize, permit: Option<Permit>) {
+            let now = self.now;
+            let (c, _) = &mut self.calls[i];
+            let next = match self.g.begin(c, permit, now) {
+                Some(_) => Stage::Running(permit),
+                None => Stage::Done,
+            };
+            self.calls[i].1 = next;
+            if next == Stage::Done {
+                self.release();
+            }
+        }
+
+        fn step(&mut self, i: usize, end: u8) {
+            let now = self.now;
+            match self.calls[i].1 {
+                Stage::Backoff(until) if now >= until => {
+                    self.calls[i].1 = Stage::Admit;
+                    self.step(i, end);
+                }
+                Stage::Admit => {
+                    let c = &mut self.calls[i].0;
+                    match self.g.admit(c, now, false, 0.5) {
+                        Admission::Go(permit) => match self.g.acquire_slot() {
+                            Acquire::Granted => self.begin(i, permit),
+                            Acquire::Queued(id) => self.calls[i].1 = Stage::Queued(id, permit),
+                            Acquire::Full => {
+                                let c = &self.calls[i].0;
+                                self.g.abandon(c, permit, now);
+                                self.calls[i].1 = Stage::Done;
+                            }
+                        },
+                        Admission::Wait { ms, .. } => self.calls[i].1 = Stage::Backoff(now + ms),
+                        Admission::Online => unreachable!("never offline here"),
+                        Admission::Stop(_) => self.calls[i].1 = Stage::Done,
+                    }
+                }
+                Stage::Granted(permit) => self.begin(i, permit),
+                Stage::Running(permit) => {
+                    self.release();
+                    let c = &mut self.calls[i].0;
+                    let v = self.g.settle(c, permit, &end_of(end), None, now, 0.0, 0.5);
+                    self.calls[i].1 = match v {
+                        Verdict::Retry { delay_ms } => {
+                            self.retries += 1;
+                            Stage::Backoff(now + delay_ms)
+                        }
+                        Verdict::End | Verdict::Fail { .. } => Stage::Done,
+                    };
+                }
+                Stage::Queued(..) | Stage::Backoff(_) | Stage::Done => {}
+            }
+        }
+
+        fn abort(&mut self, i: usize) {
+            let now = self.now;
+            match self.calls[i].1 {
+                Stage::Queued(id, permit) => {
+                    assert!(self.g.leave_queue(id), "a queued call is still queued");
+                    self.g.abandon(&self.calls[i].0, permit, now);
+                }
+                Stage::Granted(permit) => {
+                    self.release();
+                    self.g.abandon(&self.calls[i].0, permit, now);
+                }
+                Stage::Running(permit) => {
+                    self.release();
+                    let c = &mut self.calls[i].0;
+                    let v = self
+                        .g
+                        .settle(c, permit, &Ended::Cancelled, None, now, 0.0, 0.5);
+                    assert_eq!(v, Verdict::End, "an abort is never retried");
+                }
+                Stage::Admit | Stage::Backoff(_) | Stage::Done => {}
+            }
+            self.calls[i].1 = Stage::Done;
+        }
+
+        fn check(&self, max: u32) {
+            let holding = self
+                .calls
+                .iter()
+                .filter(|(_, s)| matches!(s, Stage::Granted(_) | Stage::Running(_)))
+                .count();
+            let queued = self
+                .calls
+                .iter()
+                .filter(|(_, s)| matches!(s, Stage::Queued(..)))
+                .count();
+            assert_eq!(self.g.in_flight() as usize, holding, "slots held");
+            assert_eq!(self.g.queued() as usize, queued, "queue");
+            assert!(self.g.in_flight() <= max);
+            let attempts: u64 = self
+                .calls
+                .iter()
+                .map(|(c, _)| u64::from(c.attempts()))
+                .sum();
+            assert_eq!(self.g.stats.attempts, attempts);
+            assert_eq!(self.g.stats.retries, self.retries);
+            assert_eq!(self.g.stats.requests, self.calls.len() as u64);
+            for (c, _) in &self.calls {
+                assert!(c.attempts() <= 3, "maxAttempts");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_interleaving_of_calls_keeps_slots_queue_and_counts_true(
+            max in 1..4u32,
+            queue in 0..4u32,
+            ops in prop::collection::vec(prop_oneof![
+                Just(Op::Start),
+                (0..64usize, 0..6u8).prop_map(|(n, e)| Op::Step(n, e)),
+                (0..64usize).prop_map(Op::Abort),
+                (0..3000u16).prop_map(Op::Tick),
+            ], 1..300),
+        ) {
+            let mut client = cfg();
+            client.concurrency = Some(LimiterConfig { max, queue });
+            let cc = call_cfg(&client);
+            let mut m = Model { g: Guard::new(&client), calls: Vec::new(), cc, now: 0.0, retries: 0 };
+            for op in ops {
+                match op {
+                    Op::Start => {
+                        let c = m.g.start(spec(&m.cc, "GET"), m.now);
+                        m.calls.push((c, Stage::Admit));
+                    }
+                    Op::Step(n, e) if !m.calls.is_empty() => m.step(n % m.calls.len(), e),
+                    Op::Abort(n) if !m.calls.is_empty() => m.abort(n % m.calls.len()),
+                    Op::Tick(ms) => m.now += f64::from(ms),
+                    _ => {}
+                }
+                m.check(max);
+            }
+            for i in 0..m.calls.len() {
+                m.abort(i);
+            }
+            m.check(max);
+            prop_assert_eq!((m.g.in_flight(), m.g.queued()), (0, 0));
+        }
     }
 
     #[test]
