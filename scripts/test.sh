@@ -16,6 +16,11 @@ cargo clippy --all-targets --quiet -- -D warnings
 step "cargo clippy (wasm32: library and browser tests)"
 cargo clippy --target wasm32-unknown-unknown --lib $WASM_TESTS --quiet -- -D warnings
 
+# Issue 17's shape: no import cycles in src/, and src/web/ thin (no impl over
+# 300 lines, no function over 80, no struct with more than 6 public fields).
+step "structure (scripts/structure.mjs)"
+node scripts/structure.mjs
+
 step "cargo test (native: policy core, property tests, virtual-time simulation)"
 cargo test --quiet
 
