@@ -72,12 +72,18 @@ impl Serialize for Event<'_> {
                 None => Ok(()),
             }
         }
+        // Every number goes out as an f64 (as JS has it): one instance of
+        // `opt` for all of them.
         let mut o = s.serialize_struct("StormguardEvent", 14)?;
         o.serialize_field("type", self.kind)?;
         o.serialize_field("requestId", self.request_id)?;
         opt(&mut o, "method", self.call.map(|c| c.method))?;
         opt(&mut o, "url", self.call.map(|c| c.url))?;
-        opt(&mut o, "attempt", self.call.and_then(|c| c.attempt))?;
+        opt(
+            &mut o,
+            "attempt",
+            self.call.and_then(|c| c.attempt).map(f64::from),
+        )?;
         opt(&mut o, "elapsedMs", self.times.elapsed_ms)?;
         opt(&mut o, "remainingMs", self.times.remaining_ms)?;
         opt(&mut o, "delayMs", self.times.delay_ms)?;
@@ -86,7 +92,7 @@ impl Serialize for Event<'_> {
         opt(&mut o, "from", self.breaker.from)?;
         opt(&mut o, "to", self.breaker.to)?;
         opt(&mut o, "errorName", self.outcome.error_name)?;
-        opt(&mut o, "status", self.outcome.status)?;
+        opt(&mut o, "status", self.outcome.status.map(f64::from))?;
         o.end()
     }
 }
