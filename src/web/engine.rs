@@ -27,7 +27,7 @@ use crate::policy::options::ClientConfig;
 mod news;
 
 /// The engine's mutable state: the policy core's, and what only the host
-/// side has (gates, cancel switches, listeners, shared flights).
+/// side has (gates, cancel switches, shared flights).
 pub struct State {
     /// Every decision of the call loop, and the counters of `stats()`.
     pub guard: Guard,
@@ -85,7 +85,7 @@ impl Engine {
     }
 
     /// `close()` has been called.
-    pub fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.st.borrow().closed
     }
 

@@ -67,7 +67,7 @@ impl Engine {
     /// Sets the timer for the first open breaker's end, unless it is set
     /// for that time already; drops it when no breaker is open.
     fn arm_half_open(&self) {
-        let next = if self.st.borrow().closed {
+        let next = if self.is_closed() {
             None
         } else {
             self.st.borrow().guard.next_half_open()
@@ -91,7 +91,7 @@ impl Engine {
     /// (an event with `requestId: ''`), not when a call next asks.
     fn half_open_due(&self) {
         self.half_open.borrow_mut().take();
-        if self.st.borrow().closed {
+        if self.is_closed() {
             return;
         }
         self.decide("", |g| g.refresh(now_ms()));
