@@ -5,7 +5,7 @@
 //! cached document reach another. A 429 with `Retry-After`, or a spent
 //! per-token quota, says "this caller, wait"; a document fetched with a
 //! session cookie is that session's. So holds are kept per breaker key
-//! *and* credentials ([`Credentials::scope`]), and `schema()` neither
+//! *and* credentials (`ratelimit::HoldKey`), and `schema()` neither
 //! stores nor serves a copy for a call that carries any
 //! ([`Credentials::carried`]) unless the caller names the cache key.
 //! Breakers, the retry budget and slots stay shared: a failing backend
@@ -14,13 +14,13 @@
 //! The identity is computed from the header values a call sends
 //! ([`HEADERS`]: `Authorization`, `Cookie`, `Proxy-Authorization`,
 //! `X-API-Key`), whoever set them: the client's defaults, the call's own,
-//! a token function. It is a fixed-size digest (128-bit FNV-1a over the
+//! a token function. It is a fixed-size digest (53 bits of FNV-1a over the
 //! values, each tagged with its header and length), never the secret: it
-//! is what is kept in the hold table and told to the other tabs (as 32 hex
-//! digits), and it never appears in an event or an error. Proven below and
+//! is what is kept in the hold table and told to the other tabs (as a
+//! number), and it never appears in an event or an error. (Not a
+//! cryptographic hash: one user cannot aim a collision at another without
+//! that user's secret, and the same origin is trusted as for LocalStorage.) Proven below and
 //! by `tests/e2e/shared-server.test.mjs`.
-
-use std::borrow::Cow;
 
 /// The request headers that carry credentials, lowercase.
 pub const HEADERS: [&str; 4] = [
@@ -30,16 +30,24 @@ pub const HEADERS: [&str; 4] = [
     "x-api-key",
 ];
 
-const FNV_OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-const FNV_PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-/// The digits of [`Credentials::hex`].
-pub const HEX_LEN: usize = 32;
+/// FNV-1a over `bytes`, from `h`.
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+/// Digests are below this (53 bits): a JS number holds one exactly.
+const WIRE_LIMIT: f64 = 9_007_199_254_740_992.0;
 
 /// The credentials of a call, as a digest; `Credentials::NONE` for a call
 /// that sends none of [`HEADERS`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Credentials(Option<u128>);
+pub struct Credentials(Option<u64>);
 
 impl Credentials {
     /// A call without credentials: one scope shared by all such calls.
@@ -50,22 +58,17 @@ impl Credentials {
     pub fn of(mut get: impl FnMut(&str) -> Option<String>) -> Credentials {
         let mut h = FNV_OFFSET;
         let mut any = false;
-        let mut feed = |bytes: &[u8]| {
-            for b in bytes {
-                h = (h ^ u128::from(*b)).wrapping_mul(FNV_PRIME);
-            }
-        };
-        for (tag, name) in (1u8..).zip(HEADERS) {
+        for (tag, name) in (0u64..).zip(HEADERS) {
             if let Some(v) = get(name) {
                 any = true;
-                // The header and the value's length: no two different sets
-                // of values feed the same bytes.
-                feed(&[tag]);
-                feed(&(v.len() as u64).to_le_bytes());
-                feed(v.as_bytes());
+                // The header and the value's length first: no two different
+                // sets of values feed the same bytes.
+                h = fnv(h, &(tag | (v.len() as u64) << 8).to_le_bytes());
+                h = fnv(h, v.as_bytes());
             }
         }
-        Credentials(any.then_some(h))
+        // The high 53 bits (FNV mixes its high bits best).
+        Credentials(any.then_some(h >> 11))
     }
 
     /// The call sends credentials.
@@ -73,46 +76,18 @@ impl Credentials {
         self.0.is_some()
     }
 
-    /// The digest as [`HEX_LEN`] lowercase hex digits (None without
-    /// credentials): what the other tabs are told.
-    pub fn hex(&self) -> Option<String> {
-        let d = self.0?;
-        let digits = (0..HEX_LEN).rev().map(|i| {
-            let nibble = ((d >> (i * 4)) & 0xf) as u8;
-            char::from(if nibble < 10 {
-                b'0' + nibble
-            } else {
-                b'a' + nibble - 10
-            })
-        });
-        Some(digits.collect())
+    /// The digest as a JS number (an integer below 2^53), None without
+    /// credentials: what the other tabs are told.
+    pub fn wire(&self) -> Option<f64> {
+        self.0.map(|d| d as f64)
     }
 
-    /// What [`Credentials::hex`] wrote; None for anything else (a peer's
-    /// message that is not one this code sends).
-    pub fn from_hex(s: &str) -> Option<Credentials> {
-        if s.len() != HEX_LEN || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return None;
-        }
-        u128::from_str_radix(s, 16)
-            .ok()
-            .map(|d| Credentials(Some(d)))
-    }
-
-    /// The key of the holds of calls to breaker `key` with these
-    /// credentials: the breaker key itself without any, else the key and
-    /// the digest (a fixed 33 characters more).
-    pub fn scope<'a>(&self, key: &'a str) -> Cow<'a, str> {
-        match self.hex() {
-            None => Cow::Borrowed(key),
-            Some(hex) => {
-                let mut k = String::with_capacity(key.len() + 1 + HEX_LEN);
-                k.push_str(key);
-                k.push('\0');
-                k.push_str(&hex);
-                Cow::Owned(k)
-            }
-        }
+    /// What [`Credentials::wire`] gave; None for any other number (a
+    /// peer's message that is not one this code sends).
+    pub fn from_wire(v: f64) -> Option<Credentials> {
+        let whole = (0.0..WIRE_LIMIT).contains(&v) && v.trunc() == v;
+        // In range and whole: the cast is exact.
+        whole.then_some(Credentials(Some(v as u64)))
     }
 }
 
@@ -152,53 +127,32 @@ mod tests {
     }
 
     #[test]
-    fn the_digest_is_fixed_size_and_never_the_secret() {
+    fn the_wire_form_is_a_whole_number_below_2_pow_53_and_only_that_is_read_back() {
         let secret = "Bearer s3cret-token-".repeat(1000);
         let c = of(&[("authorization", &secret)]);
-        let hex = c.hex().unwrap();
-        assert_eq!(hex.len(), HEX_LEN);
-        assert!(!hex.contains("s3cret"));
-        assert_eq!(Credentials::from_hex(&hex), Some(c));
-        let scoped = c.scope("GET https://api.example/me");
-        assert_eq!(
-            scoped.len(),
-            "GET https://api.example/me".len() + 1 + HEX_LEN
-        );
-        assert!(!scoped.contains("s3cret"));
-        // Without credentials the scope is the breaker key itself.
-        assert!(matches!(Credentials::NONE.scope("k"), Cow::Borrowed("k")));
-        assert_eq!(Credentials::NONE.hex(), None);
-    }
-
-    #[test]
-    fn only_what_hex_writes_is_read_back() {
-        for bad in [
-            "",
-            "0",
-            "0123456789abcdef0123456789abcdeF",
-            "0123456789abcdef0123456789abcdef0",
-            "+123456789abcdef0123456789abcdef",
-            "0123456789abcdef 123456789abcdef",
-        ] {
-            assert_eq!(Credentials::from_hex(bad), None, "{bad:?}");
+        let n = c.wire().unwrap();
+        assert!((0.0..WIRE_LIMIT).contains(&n) && n.trunc() == n);
+        assert_eq!(Credentials::from_wire(n), Some(c));
+        assert_eq!(Credentials::NONE.wire(), None);
+        for bad in [-1.0, 0.5, WIRE_LIMIT, f64::INFINITY, f64::NAN, 1e300] {
+            assert_eq!(Credentials::from_wire(bad), None, "{bad}");
         }
-        let zero = "0".repeat(HEX_LEN);
         assert_eq!(
-            Credentials::from_hex(&zero).and_then(|c| c.hex()),
-            Some(zero)
+            Credentials::from_wire(0.0).and_then(|c| c.wire()),
+            Some(0.0)
         );
     }
 
     proptest! {
         #[test]
-        fn hex_round_trips(values in prop::collection::vec(proptest::option::of(".{0,40}"), 4)) {
+        fn the_wire_form_round_trips(values in prop::collection::vec(proptest::option::of(".{0,40}"), 4)) {
             let c = Credentials::of(|name| {
                 let i = HEADERS.iter().position(|h| *h == name)?;
                 values.get(i).cloned().flatten()
             });
             prop_assert_eq!(c.carried(), values.iter().any(Option::is_some));
-            if let Some(hex) = c.hex() {
-                prop_assert_eq!(Credentials::from_hex(&hex), Some(c));
+            if let Some(n) = c.wire() {
+                prop_assert_eq!(Credentials::from_wire(n), Some(c));
             }
         }
     }

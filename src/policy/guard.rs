@@ -49,9 +49,8 @@ use super::limiter::{Acquire, Limiter, WaiterId};
 use super::options::{
     BreakerConfig, CallConfig, ClientConfig, HedgeAfter, HedgeConfig, RetryConfig, DEFAULT_STATUSES,
 };
-use super::ratelimit::{Admit, Limits, Quota, Why};
+use super::ratelimit::{Admit, HoldKey, Limits, Quota, Why};
 use super::stats::Stats;
-use std::borrow::Cow;
 
 mod news;
 mod settle;
@@ -82,10 +81,9 @@ pub struct CallState<'a> {
     attempts: u32,
     /// The reason of the last `Wait` announced: one event per reason.
     told: Option<Why>,
-    /// Whom the call speaks for, and so the key of the holds it obeys and
-    /// sets: the breaker key scoped by these credentials.
+    /// Whom the call speaks for: the holds it obeys and sets are those of
+    /// its breaker key and these credentials.
     who: Credentials,
-    holds_key: Cow<'a, str>,
 }
 
 impl CallState<'_> {
@@ -99,8 +97,15 @@ impl CallState<'_> {
     /// credentials, so one user's 429 never holds another's calls.
     /// `Credentials::NONE` until set.
     pub fn set_credentials(&mut self, who: Credentials) {
-        self.holds_key = Cow::Owned(who.scope(&self.spec.key).into_owned());
         self.who = who;
+    }
+
+    /// The key of the holds and quota windows the call obeys and sets.
+    fn holds_key(&self) -> HoldKey<'_> {
+        HoldKey {
+            key: &self.spec.key,
+            who: self.who,
+        }
     }
 }
 
@@ -284,7 +289,6 @@ impl Guard {
             attempts: 0,
             told: None,
             who: Credentials::NONE,
-            holds_key: Cow::Borrowed(&spec.key),
         }
     }
 
@@ -310,7 +314,7 @@ impl Guard {
         };
         match self
             .limits
-            .admit(&c.holds_key, now, max_wait, c.spec.cfg.rate_limit)
+            .admit(c.holds_key(), now, max_wait, c.spec.cfg.rate_limit)
         {
             Admit::Now => {}
             Admit::Wait { ms, why } => {
@@ -435,7 +439,7 @@ impl Guard {
         // A send like any other: admitted, it counts against the quota.
         if self
             .limits
-            .admit(&c.holds_key, now, 0.0, c.spec.cfg.rate_limit)
+            .admit(c.holds_key(), now, 0.0, c.spec.cfg.rate_limit)
             != Admit::Now
             || !self.limiter.try_take()
         {

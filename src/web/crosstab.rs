@@ -21,9 +21,9 @@
 //! dropped; its open period and cooldown are cut to what this client would
 //! set itself (`maxOpenMs`, `maxRetryAfterMs`: the breaker and the engine
 //! do that). A cooldown carries the digest of the credentials of the calls
-//! it binds (`s`, 32 hex digits, absent for calls without any): a tab
-//! applies it to those calls only, and drops a message whose `s` is
-//! anything else. A lease further ahead than [`LEASE_MS`] is not one this code
+//! it binds (`s`, a whole number below 2^53, absent for calls without
+//! any): a tab applies it to those calls only, and drops a message whose
+//! `s` is anything else. A lease further ahead than [`LEASE_MS`] is not one this code
 //! wrote (or the wall clock stepped back since): it is ignored and replaced.
 
 use std::cell::{Cell, RefCell};
@@ -34,7 +34,7 @@ use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
 use super::host::{epoch_ms, uuid_v4};
-use crate::policy::credentials::{Credentials, HEX_LEN};
+use crate::policy::credentials::Credentials;
 use crate::text::cat;
 
 thread_local! {
@@ -72,8 +72,8 @@ pub enum Peer {
     Closed { key: String },
     /// Retry-After, or with `quota` a spent rate-limit quota: no attempt
     /// to `key` with credentials `who` before `until` (epoch ms). On the
-    /// wire `who` is its digest (`s`, absent without credentials), never
-    /// a header's value.
+    /// wire `who` is its digest (`s`, a number; absent without
+    /// credentials), never a header's value.
     Cooldown {
         key: String,
         who: Credentials,
@@ -164,8 +164,8 @@ impl CrossTab {
                 if *quota {
                     o.set("q", true);
                 }
-                if let Some(s) = who.hex() {
-                    o.set("s", s.as_str());
+                if let Some(s) = who.wire() {
+                    o.set("s", s);
                 }
             }
         }
@@ -226,7 +226,7 @@ fn decode(data: &JsValue) -> Option<Peer> {
             // must be a digest this code writes.
             who: match get(data, "s").ok().filter(|s| !s.is_undefined()) {
                 None => Credentials::NONE,
-                Some(s) => Credentials::from_hex(&bounded_string(&s, HEX_LEN as u32)?)?,
+                Some(s) => Credentials::from_wire(s.as_f64()?)?,
             },
             until: num("until")?,
             quota: get(data, "q").is_ok_and(|q| q.is_truthy()),

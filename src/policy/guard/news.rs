@@ -25,8 +25,12 @@ impl Guard {
     /// this client would wait itself.
     pub fn peer_hold(&mut self, key: &str, who: Credentials, wait_ms: f64, quota: bool, now: f64) {
         let why = if quota { Why::Quota } else { Why::Peer };
-        self.limits
-            .hold(&who.scope(key), now + wait_ms.min(self.hold_cap), why, now);
+        self.limits.hold(
+            HoldKey { key, who },
+            now + wait_ms.min(self.hold_cap),
+            why,
+            now,
+        );
     }
 
     /// Breaker transitions since the last drain (opens are counted here).

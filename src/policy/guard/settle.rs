@@ -87,17 +87,20 @@ impl Guard {
             } => {
                 // A Retry-After present decides, even malformed; without one,
                 // the rate-limit reset (ky's reading).
-                let wait = |honoured: bool| match retry_after {
-                    _ if !honoured || !(status == 429 || status == 503) => None,
+                let wait = match retry_after {
+                    _ if !(status == 429 || status == 503) => None,
                     Some(v) => parse_retry_after(v, epoch),
                     None => reset_ms,
                 };
                 // The other calls (and tabs) are held by the client's own
                 // settings: its cap, whatever this call's retry options.
-                if let Some(w) = wait(self.hold_retry_after) {
+                if let Some(w) = wait.filter(|_| self.hold_retry_after) {
                     self.hold(c, w.min(self.hold_cap), now);
                 }
-                (Outcome::Status(status), wait(c.retry.retry_after))
+                (
+                    Outcome::Status(status),
+                    wait.filter(|_| c.retry.retry_after),
+                )
             }
         };
         // A request that failed because the device went offline says
@@ -146,7 +149,10 @@ impl Guard {
         if !c.spec.cfg.rate_limit {
             return;
         }
-        if let Some(until) = self.limits.observe(&c.holds_key, quota, now, self.hold_cap) {
+        if let Some(until) = self
+            .limits
+            .observe(c.holds_key(), quota, now, self.hold_cap)
+        {
             self.tell(c, until - now, true);
         }
     }
@@ -156,7 +162,7 @@ impl Guard {
     fn hold(&mut self, c: &CallState, wait_ms: f64, now: f64) {
         if wait_ms > 0.0 {
             self.limits
-                .hold(&c.holds_key, now + wait_ms, Why::RetryAfter, now);
+                .hold(c.holds_key(), now + wait_ms, Why::RetryAfter, now);
             self.tell(c, wait_ms, false);
         }
     }
