@@ -17,7 +17,11 @@ export interface RetryOptions {
   methods?: string[];
   /** Honour Retry-After on 429/503; default true. */
   retryAfter?: boolean;
-  /** Default 30000. */
+  /**
+   * A longer Retry-After gives up at once. The client's value is also the
+   * longest a Retry-After or a spent quota holds its other calls (a call's
+   * own value never lengthens that). Default 30000.
+   */
   maxRetryAfterMs?: number;
 }
 
@@ -141,7 +145,9 @@ export interface ClientOptions {
   /**
    * Obey the quota a server announces (IETF `RateLimit` / `RateLimit-Policy`,
    * `RateLimit-*`, `X-RateLimit-*`, `X-Rate-Limit-*`): when none remains, later
-   * calls to the same breaker key wait for the reset (or, if it outlasts their
+   * calls to the same breaker key sent with the same credentials
+   * (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-API-Key`) wait for
+   * the reset, as for a Retry-After (or, if it outlasts their
    * deadline, fail at once with CircuitOpenError and its `retryInMs`); when
    * little remains, calls are spaced over the rest of the window. Waits are
    * capped at `retry.maxRetryAfterMs`, shared with other tabs like Retry-After,
@@ -222,15 +228,20 @@ export interface RequestOptions extends CallOptions {
  * access throws, or with `storage: false`, the copy is kept in memory for the
  * client's life (at most 32 copies, of any size).
  *
- * A response fetched with an `Authorization` header (the client's or the
- * call's) is neither stored nor served from the cache unless `cacheKey` is
- * given explicitly: keyed by URL alone, one user's document could be shown
- * to the next user of the browser. Likewise a call other than GET or HEAD
- * (a POST's body is not in the URL) is cached only under an explicit
- * `cacheKey`.
+ * A call that sends credentials (an `Authorization`, `Cookie`,
+ * `Proxy-Authorization` or `X-API-Key` header, the client's or the call's)
+ * is neither stored nor served from the cache unless `cacheKey` is given
+ * explicitly: keyed by URL alone, one user's document could be shown to the
+ * next user of the browser, or of a server sharing one client. Likewise a
+ * call other than GET or HEAD (a POST's body is not in the URL) is cached
+ * only under an explicit `cacheKey`.
  */
 export interface SchemaOptions<T> extends RequestOptions {
-  /** Default: the absolute URL (query included). */
+  /**
+   * Default: the absolute URL (query included), followed by the call's own
+   * headers (one `\nname:value` line each, names lower-cased, in the order
+   * given), so calls that differ in a header never share a copy.
+   */
   cacheKey?: string;
   /** A cached copy saved with another version (or without one) is ignored. */
   version?: string | number;

@@ -618,6 +618,58 @@ async fn authorization_is_not_stored_unless_cache_key_is_given() {
 }
 
 #[wasm_bindgen_test]
+async fn every_credential_header_keeps_the_copy_out_of_local_storage() {
+    let id = test_id("schema-creds");
+    let prefix = format!("{id}:");
+    let ok = url("/echo", &id);
+    let bad = url("/status/503", &id);
+    // Another user's copy under the URL: never served to a credentialed call.
+    ls_set(
+        &format!("{prefix}{bad}"),
+        r#"{"t": 1, "data": "someone else's"}"#,
+    );
+    for header in ["Cookie", "Proxy-Authorization", "X-API-Key"] {
+        // The client's header, then the call's own.
+        let c = client_with_prefix(&prefix, &format!(r#""headers": {{"{header}": "s3cret"}}"#));
+        assert_source(&schema(&c, &ok, "{}").await, "network");
+        assert_eq!(ls_get(&format!("{prefix}{ok}")), None, "{header}");
+        assert_source(&schema(&c, &bad, "{}").await, "none");
+        let c = client_with_prefix(&prefix, "");
+        let own = format!(r#"{{"headers": {{"{header}": "s3cret"}}}}"#);
+        assert_source(&schema(&c, &ok, &own).await, "network");
+        assert_eq!(ls_get(&format!("{prefix}{ok}")), None, "{header}");
+        assert_source(&schema(&c, &bad, &own).await, "none");
+    }
+    ls_remove_prefix(&prefix);
+}
+
+#[wasm_bindgen_test]
+async fn the_default_cache_key_holds_the_calls_own_headers() {
+    let id = test_id("schema-hkey");
+    let prefix = format!("{id}:");
+    let ok = url("/echo", &id);
+    let bad = url("/status/503", &id);
+    let c = client_with_prefix(&prefix, r#""headers": {"X-Client": "same"}"#);
+    let fr = r#"{"headers": {"Accept-Language": "fr"}}"#;
+    // Stored under the URL and the call's own headers (not the client's).
+    schema(&c, &ok, fr).await;
+    assert!(ls_get(&format!("{prefix}{ok}\naccept-language:fr")).is_some());
+    assert_eq!(ls_get(&format!("{prefix}{ok}")), None);
+    // A copy under the URL alone answers only a call without headers.
+    ls_set(&format!("{prefix}{bad}"), r#"{"t": 1, "data": "plain"}"#);
+    assert_source(&schema(&c, &bad, fr).await, "none");
+    assert_eq!(get(&schema(&c, &bad, "{}").await, "data"), "plain");
+    ls_set(
+        &format!("{prefix}{bad}\naccept-language:fr"),
+        r#"{"t": 1, "data": "french"}"#,
+    );
+    assert_eq!(get(&schema(&c, &bad, fr).await, "data"), "french");
+    let de = r#"{"headers": {"Accept-Language": "de"}}"#;
+    assert_source(&schema(&c, &bad, de).await, "none");
+    ls_remove_prefix(&prefix);
+}
+
+#[wasm_bindgen_test]
 async fn invalid_schema_options_reject_with_options_error() {
     let id = test_id("schema-options");
     let c = client(r#"{"retry": false}"#);

@@ -15,7 +15,12 @@
 //! 2. [`Guard::admit`] until it answers [`Admission::Go`]: it stops a call
 //!    whose deadline passed, waits out an offline host, a Retry-After hold
 //!    or a spent quota ([`Admission::Wait`]), or refuses (open breaker, a
-//!    hold beyond the deadline).
+//!    hold beyond the deadline). Holds and quotas are those of the call's
+//!    key *and* credentials ([`CallState::set_credentials`]): on a server
+//!    sharing one client, one user's 429 never holds another's calls;
+//!    breakers, budget and slots are the key's, shared by all. A hold binds
+//!    for at most the client's own `maxRetryAfterMs`, whatever the options
+//!    of the call that learnt it.
 //! 3. A concurrency slot: [`Guard::acquire_slot`] (the queue wait is the
 //!    engine's; [`Guard::leave_queue`], [`Guard::release_slot`]).
 //! 4. [`Guard::begin`]: the attempt's number, timeout and phase, or a stop
@@ -37,13 +42,14 @@ use super::breaker::{Breakers, Permit, Snapshot, State as BreakerState, Transiti
 use super::budget::RetryBudget;
 use super::classify::Sample;
 use super::classify::{method_may_retry, plan_retry, sample, Outcome, RetryDenied, RetryInput};
+use super::credentials::Credentials;
 use super::deadline::Deadline;
 use super::latency::Latencies;
 use super::limiter::{Acquire, Limiter, WaiterId};
 use super::options::{
     BreakerConfig, CallConfig, ClientConfig, HedgeAfter, HedgeConfig, RetryConfig, DEFAULT_STATUSES,
 };
-use super::ratelimit::{Admit, Limits, Quota, Why};
+use super::ratelimit::{Admit, HoldKey, Limits, Quota, Why};
 use super::stats::Stats;
 
 mod news;
@@ -53,7 +59,8 @@ mod settle;
 /// attempt (the engine's call holds it; a [`CallState`] borrows it).
 #[derive(Debug, Clone)]
 pub struct Spec {
-    /// The breaker key (also the key of holds, quotas and latencies).
+    /// The breaker key (also the key of latencies, and with the call's
+    /// credentials the key of its holds and quotas).
     pub key: String,
     pub method: String,
     /// The call carries an idempotency key: any method may be replayed.
@@ -74,12 +81,31 @@ pub struct CallState<'a> {
     attempts: u32,
     /// The reason of the last `Wait` announced: one event per reason.
     told: Option<Why>,
+    /// Whom the call speaks for: the holds it obeys and sets are those of
+    /// its breaker key and these credentials.
+    who: Credentials,
 }
 
 impl CallState<'_> {
     /// Attempts sent so far, hedges included.
     pub fn attempts(&self) -> u32 {
         self.attempts
+    }
+
+    /// The credentials the call sends (as the host computed them from its
+    /// headers): its holds are those of the breaker key and these
+    /// credentials, so one user's 429 never holds another's calls.
+    /// `Credentials::NONE` until set.
+    pub fn set_credentials(&mut self, who: Credentials) {
+        self.who = who;
+    }
+
+    /// The key of the holds and quota windows the call obeys and sets.
+    fn holds_key(&self) -> HoldKey<'_> {
+        HoldKey {
+            key: &self.spec.key,
+            who: self.who,
+        }
     }
 }
 
@@ -196,6 +222,8 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hold {
     pub key: String,
+    /// The credentials of the calls it binds (only those).
+    pub who: Credentials,
     pub wait_ms: f64,
     /// A spent quota (binds only calls that obey rate limits), or a
     /// Retry-After.
@@ -213,8 +241,12 @@ pub struct Guard {
     limits: Limits,
     latencies: Latencies,
     failure_statuses: Vec<u16>,
-    /// The longest hold this client sets or accepts: `maxRetryAfterMs`.
+    /// The longest hold this client sets or accepts: its own
+    /// `maxRetryAfterMs`, whatever a call's options say.
     hold_cap: f64,
+    /// The client honours Retry-After (`retry.retryAfter`): a refusal's
+    /// wait holds the other calls.
+    hold_retry_after: bool,
     holds: Vec<Hold>,
 }
 
@@ -240,6 +272,7 @@ impl Guard {
                 .as_ref()
                 .map_or(DEFAULT_STATUSES.to_vec(), |r| r.statuses.clone()),
             hold_cap: retry.max_retry_after_ms,
+            hold_retry_after: retry.retry_after,
             holds: Vec::new(),
         }
     }
@@ -255,6 +288,7 @@ impl Guard {
             retry,
             attempts: 0,
             told: None,
+            who: Credentials::NONE,
         }
     }
 
@@ -280,7 +314,7 @@ impl Guard {
         };
         match self
             .limits
-            .admit(&c.spec.key, now, max_wait, c.spec.cfg.rate_limit)
+            .admit(c.holds_key(), now, max_wait, c.spec.cfg.rate_limit)
         {
             Admit::Now => {}
             Admit::Wait { ms, why } => {
@@ -403,7 +437,10 @@ impl Guard {
             }
         }
         // A send like any other: admitted, it counts against the quota.
-        if self.limits.admit(key, now, 0.0, c.spec.cfg.rate_limit) != Admit::Now
+        if self
+            .limits
+            .admit(c.holds_key(), now, 0.0, c.spec.cfg.rate_limit)
+            != Admit::Now
             || !self.limiter.try_take()
         {
             return None;
@@ -1027,7 +1064,7 @@ mod tests {
         let mut short = cc.clone();
         short.deadline_ms = 500.0;
         let mut g2 = Guard::new(&client);
-        g2.peer_hold(KEY, 3000.0, false, 0.0);
+        g2.peer_hold(KEY, Credentials::NONE, 3000.0, false, 0.0);
         let mut c2 = g2.start(spec(&short, "GET"), 0.0);
         assert_eq!(
             g2.admit(&mut c2, 0.0, false, 0.5),
@@ -1035,6 +1072,209 @@ mod tests {
                 retry_in_ms: 3000.0
             })
         );
+    }
+
+    /// The credentials of a call that sends `Cookie: value`.
+    fn cookie(value: &str) -> Credentials {
+        Credentials::of(|name| (name == "cookie").then(|| value.to_owned()))
+    }
+
+    /// A GET of KEY sent with `who`, started at `now`.
+    fn call_as<'a>(g: &mut Guard, cc: &'a CallConfig, who: Credentials, now: f64) -> CallState<'a> {
+        let mut c = g.start(spec(cc, "GET"), now);
+        c.set_credentials(who);
+        c
+    }
+
+    #[test]
+    fn a_hold_binds_only_the_calls_of_its_credentials_breakers_bind_all() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let (mallory, bob) = (cookie("sid=mallory"), cookie("sid=bob"));
+        let mut g = Guard::new(&client);
+        // mallory's per-user 429 Retry-After: 20
+        let mut m = call_as(&mut g, &cc, mallory, 0.0);
+        let s = send(&mut g, &mut m, 0.0);
+        let refused = Ended::Status {
+            status: 429,
+            retry_after: Some("20"),
+            reset_ms: None,
+        };
+        settle(&mut g, &mut m, &s, refused, 0.0);
+        let holds = g.drain_holds();
+        assert_eq!(holds.len(), 1);
+        assert_eq!((holds[0].who, holds[0].wait_ms), (mallory, 20_000.0));
+        // bob, and a call without credentials, go at once
+        let mut b = call_as(&mut g, &cc, bob, 10.0);
+        assert!(matches!(
+            g.admit(&mut b, 10.0, false, 0.5),
+            Admission::Go(_)
+        ));
+        let mut anon = call_as(&mut g, &cc, Credentials::NONE, 10.0);
+        assert!(matches!(
+            g.admit(&mut anon, 10.0, false, 0.5),
+            Admission::Go(_)
+        ));
+        // mallory's next call is held
+        let mut m2 = call_as(&mut g, &cc, mallory, 10.0);
+        assert_eq!(
+            g.admit(&mut m2, 10.0, false, 0.5),
+            Admission::Wait {
+                ms: 19_990.0,
+                why: Why::RetryAfter,
+                announce: true
+            }
+        );
+
+        // her spent per-token quota (`RateLimit: "user";r=0;t=25`) holds
+        // only her calls too, and only hers are told to the other tabs
+        let mut g = Guard::new(&client);
+        let mut m = call_as(&mut g, &cc, mallory, 0.0);
+        let s = send(&mut g, &mut m, 0.0);
+        let spent = Quota {
+            remaining: 0,
+            reset_ms: Some(25_000.0),
+            quota: None,
+            window_ms: None,
+        };
+        let _ = g.release_slot();
+        g.settle(
+            &mut m,
+            s.permit,
+            &Ended::Success,
+            Some(&spent),
+            0.0,
+            0.0,
+            0.5,
+        );
+        let holds = g.drain_holds();
+        assert_eq!((holds[0].who, holds[0].quota), (mallory, true));
+        let mut b = call_as(&mut g, &cc, bob, 10.0);
+        assert!(matches!(
+            g.admit(&mut b, 10.0, false, 0.5),
+            Admission::Go(_)
+        ));
+        let mut m2 = call_as(&mut g, &cc, mallory, 10.0);
+        assert!(matches!(
+            g.admit(&mut m2, 10.0, false, 0.5),
+            Admission::Stop(Stop::CircuitOpen { .. })
+        ));
+
+        // another tab's hold binds the calls of its credentials alone
+        let mut g = Guard::new(&client);
+        g.peer_hold(KEY, mallory, 5000.0, false, 0.0);
+        let mut b = call_as(&mut g, &cc, bob, 0.0);
+        assert!(matches!(g.admit(&mut b, 0.0, false, 0.5), Admission::Go(_)));
+        let mut m = call_as(&mut g, &cc, mallory, 0.0);
+        assert!(matches!(
+            g.admit(&mut m, 0.0, false, 0.5),
+            Admission::Wait { why: Why::Peer, .. }
+        ));
+
+        // the breaker stays per key: mallory's failures open it for bob
+        let mut g = Guard::new(&client);
+        for i in 0..3 {
+            let now = f64::from(i);
+            let mut m = call_as(&mut g, &cc, mallory, now);
+            let s = send(&mut g, &mut m, now);
+            settle(&mut g, &mut m, &s, UNAVAILABLE, now);
+        }
+        let mut b = call_as(&mut g, &cc, bob, 10.0);
+        assert!(matches!(
+            g.admit(&mut b, 10.0, false, 0.5),
+            Admission::Stop(Stop::CircuitOpen { .. })
+        ));
+    }
+
+    #[test]
+    fn a_hold_lasts_at_most_the_clients_own_cap() {
+        let refused = |secs| Ended::Status {
+            status: 429,
+            retry_after: Some(secs),
+            reset_ms: None,
+        };
+        // A call allowed to wait 2^31-1 ms given Retry-After: 86400 waits
+        // (or gives up) by its own options; the others are held for the
+        // client's default cap, 30 s, not a day.
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut patient = cc.clone();
+        if let Some(r) = patient.retry.as_mut() {
+            r.max_retry_after_ms = 2_147_483_647.0;
+        }
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&patient, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        // (86400 s is beyond its 20 s deadline: it gives up)
+        assert_eq!(
+            settle(&mut g, &mut c, &s, refused("86400"), 0.0),
+            Verdict::Fail {
+                denied: RetryDenied::Deadline
+            }
+        );
+        assert_eq!(g.drain_holds()[0].wait_ms, 30_000.0);
+        let mut other = g.start(spec(&cc, "GET"), 0.0);
+        assert_eq!(
+            g.admit(&mut other, 0.0, false, 0.5),
+            Admission::Stop(Stop::CircuitOpen {
+                retry_in_ms: 30_000.0
+            })
+        );
+
+        // A `retry: false` call on a client capped at 1000 ms given
+        // Retry-After: 25 holds the others for 1000 ms, not 25 s.
+        let mut capped = cfg();
+        if let Some(r) = capped.retry.as_mut() {
+            r.max_retry_after_ms = 1000.0;
+        }
+        let cc = call_cfg(&capped);
+        let mut once = cc.clone();
+        once.retry = None;
+        let mut g = Guard::new(&capped);
+        let mut c = g.start(spec(&once, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        settle(&mut g, &mut c, &s, refused("25"), 0.0);
+        assert_eq!(g.drain_holds()[0].wait_ms, 1000.0);
+        let mut other = g.start(spec(&cc, "GET"), 0.0);
+        assert_eq!(
+            g.admit(&mut other, 0.0, false, 0.5),
+            Admission::Wait {
+                ms: 1000.0,
+                why: Why::RetryAfter,
+                announce: true
+            }
+        );
+        // The same for a refusal's rate-limit reset, and a call's own
+        // retryAfter: false does not keep the others from being held.
+        let mut deaf = cc.clone();
+        if let Some(r) = deaf.retry.as_mut() {
+            r.retry_after = false;
+        }
+        let mut g = Guard::new(&capped);
+        let mut c = g.start(spec(&deaf, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let reset = Ended::Status {
+            status: 429,
+            retry_after: None,
+            reset_ms: Some(25_000.0),
+        };
+        settle(&mut g, &mut c, &s, reset, 0.0);
+        let mut other = g.start(spec(&cc, "GET"), 0.0);
+        assert!(matches!(
+            g.admit(&mut other, 0.0, false, 0.5),
+            Admission::Wait { ms, .. } if ms == 1000.0
+        ));
+        // A client that does not honour Retry-After sets no hold.
+        let mut ignoring = cfg();
+        if let Some(r) = ignoring.retry.as_mut() {
+            r.retry_after = false;
+        }
+        let cc = call_cfg(&ignoring);
+        let mut g = Guard::new(&ignoring);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        settle(&mut g, &mut c, &s, refused("25"), 0.0);
+        assert!(g.drain_holds().is_empty());
     }
 
     #[test]
@@ -1055,7 +1295,7 @@ mod tests {
             g.admit(&mut c, 0.0, true, 0.5),
             Admission::Stop(Stop::Offline)
         );
-        g.peer_hold(KEY, 1000.0, false, 0.0);
+        g.peer_hold(KEY, Credentials::NONE, 1000.0, false, 0.0);
         assert!(matches!(
             g.admit(&mut c, 0.0, false, 0.5),
             Admission::Stop(Stop::CircuitOpen { .. })

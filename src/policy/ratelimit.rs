@@ -22,8 +22,9 @@
 //!   `X-RateLimit-Retry-After` > `X-RateLimit-Reset` ?? `X-Rate-Limit-Reset`,
 //!   the first field present deciding even when malformed), with the IETF
 //!   `RateLimit` field's `t` first.
-//! * [`Limits`]: a table per key of "no send before" times (Retry-After
-//!   cooldowns and spent quotas) and of spacing for a low remaining quota,
+//! * [`Limits`]: a table per key and credentials ([`HoldKey`]) of "no send
+//!   before" times (Retry-After cooldowns and spent quotas) and of spacing
+//!   for a low remaining quota,
 //!   answering "send now", "wait d ms" or "refuse: the wait outlasts the
 //!   deadline". At most [`MAX_KEYS`] keys; every hold and interval is bounded
 //!   by the caller's cap (`maxRetryAfterMs`).
@@ -34,6 +35,7 @@
 //! `tests/e2e/ratelimit.test.mjs` (ky's own cases, ported).
 
 use super::backoff::parse_retry_after;
+use super::credentials::Credentials;
 
 /// 2024-01-01T00:00:00Z in epoch ms: a reset of at least this many seconds
 /// (times 1000) is a timestamp, not a delay.
@@ -460,9 +462,35 @@ impl Window {
     }
 }
 
+/// Whose holds: the calls to a breaker key sent with these credentials.
+/// Quotas are per user, so one user's 429 or spent quota must not hold
+/// another's calls; a bare key (`"k".into()`) stands for the calls without
+/// credentials.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoldKey<'a> {
+    pub key: &'a str,
+    pub who: Credentials,
+}
+
+impl<'a> From<&'a str> for HoldKey<'a> {
+    fn from(key: &'a str) -> Self {
+        HoldKey {
+            key,
+            who: Credentials::NONE,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for HoldKey<'a> {
+    fn from(key: &'a String) -> Self {
+        HoldKey::from(key.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 struct Entry {
     key: String,
+    who: Credentials,
     /// Retry-After (this client's or another tab's): every call obeys.
     hold_until: f64,
     why: Why,
@@ -471,6 +499,10 @@ struct Entry {
 }
 
 impl Entry {
+    fn is(&self, k: HoldKey) -> bool {
+        self.who == k.who && self.key == k.key
+    }
+
     fn ends(&self) -> f64 {
         self.window
             .as_ref()
@@ -478,7 +510,8 @@ impl Entry {
     }
 }
 
-/// Per key: Retry-After holds, and the quota window the server announced.
+/// Per key and credentials: Retry-After holds, and the quota window the
+/// server announced.
 ///
 /// Within a window the sends are counted against the remaining quota, so
 /// concurrent calls do not all go out on one announcement; none left holds
@@ -507,7 +540,8 @@ impl Limits {
     /// No send to `key` before `until` (a later hold wins; a non-finite
     /// time is ignored). A `Why::Quota` hold (another tab's spent quota)
     /// binds only calls that obey rate limits; any other binds every call.
-    pub fn hold(&mut self, key: &str, until: f64, why: Why, now_ms: f64) {
+    pub fn hold<'k>(&mut self, key: impl Into<HoldKey<'k>>, until: f64, why: Why, now_ms: f64) {
+        let key = key.into();
         if !until.is_finite() || until <= now_ms {
             return;
         }
@@ -537,16 +571,17 @@ impl Limits {
     /// fields, which ends what was known). Waits are capped at `max_ms`.
     /// Returns the end of the hold when the quota is spent (to tell other
     /// tabs), if this answer set or extended it.
-    pub fn observe(
+    pub fn observe<'k>(
         &mut self,
-        key: &str,
+        key: impl Into<HoldKey<'k>>,
         q: Option<&Quota>,
         now_ms: f64,
         max_ms: f64,
     ) -> Option<f64> {
+        let key = key.into();
         let span = q.and_then(|q| q.reset_ms.or(q.window_ms));
         let (Some(q), Some(span)) = (q, span) else {
-            if let Some(e) = self.entries.iter_mut().find(|e| e.key == key) {
+            if let Some(e) = self.entries.iter_mut().find(|e| e.is(key)) {
                 e.window = None;
             }
             return None;
@@ -580,8 +615,15 @@ impl Limits {
     /// more is refused (the caller's deadline). A send admitted counts
     /// against the window. A call that does not `obey` rate limits waits
     /// for Retry-After holds only.
-    pub fn admit(&mut self, key: &str, now_ms: f64, max_wait_ms: f64, obey: bool) -> Admit {
-        let Some(e) = self.entries.iter_mut().find(|e| e.key == key) else {
+    pub fn admit<'k>(
+        &mut self,
+        key: impl Into<HoldKey<'k>>,
+        now_ms: f64,
+        max_wait_ms: f64,
+        obey: bool,
+    ) -> Admit {
+        let key = key.into();
+        let Some(e) = self.entries.iter_mut().find(|e| e.is(key)) else {
             return Admit::Now;
         };
         let decide = |ms: f64, why: Why| {
@@ -630,8 +672,9 @@ impl Limits {
 
     /// How long `key` is held from `now_ms` for a call that obeys (0 when
     /// it is not).
-    pub fn held_for(&self, key: &str, now_ms: f64) -> f64 {
-        self.find(key).map_or(0.0, |e| {
+    pub fn held_for<'k>(&self, key: impl Into<HoldKey<'k>>, now_ms: f64) -> f64 {
+        let key = key.into();
+        self.entries.iter().find(|e| e.is(key)).map_or(0.0, |e| {
             let quota = e
                 .window
                 .as_ref()
@@ -641,13 +684,9 @@ impl Limits {
         })
     }
 
-    fn find(&self, key: &str) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.key == key)
-    }
-
     /// The entry of `key`, made room for at the cap (always Some).
-    fn entry(&mut self, key: &str, now_ms: f64) -> Option<&mut Entry> {
-        if !self.entries.iter().any(|e| e.key == key) {
+    fn entry(&mut self, key: HoldKey, now_ms: f64) -> Option<&mut Entry> {
+        if !self.entries.iter().any(|e| e.is(key)) {
             if self.entries.len() >= MAX_KEYS {
                 self.entries.retain(|e| e.ends() > now_ms);
             }
@@ -663,13 +702,14 @@ impl Limits {
                 }
             }
             self.entries.push(Entry {
-                key: key.to_owned(),
+                key: key.key.to_owned(),
+                who: key.who,
                 hold_until: f64::NEG_INFINITY,
                 why: Why::RetryAfter,
                 window: None,
             });
         }
-        self.entries.iter_mut().find(|e| e.key == key)
+        self.entries.iter_mut().find(|e| e.is(key))
     }
 }
 
@@ -1120,6 +1160,33 @@ mod tests {
         t.hold("late", 20_000.0, Why::Quota, 15_000.0);
         assert_eq!(t.len(), 1);
         assert!(!t.is_empty());
+    }
+
+    #[test]
+    fn holds_and_quotas_are_per_key_and_credentials_in_one_bounded_table() {
+        let user = |n: u32| {
+            let v = n.to_string();
+            Credentials::of(|name| (name == "cookie").then(|| v.clone()))
+        };
+        let of = |who| HoldKey { key: "k", who };
+        let mut t = Limits::new();
+        t.hold(of(user(1)), 5000.0, Why::RetryAfter, 0.0);
+        t.observe(of(user(2)), Some(&q(0, Some(5000.0), None, None)), 0.0, CAP);
+        assert_eq!(
+            t.admit(of(user(1)), 0.0, 1e9, true),
+            wait(5000.0, Why::RetryAfter)
+        );
+        assert_eq!(
+            t.admit(of(user(2)), 0.0, 1e9, true),
+            wait(5000.0, Why::Quota)
+        );
+        assert_eq!(t.admit(of(user(3)), 0.0, 1e9, true), Admit::Now);
+        assert_eq!(t.admit("k", 0.0, 1e9, true), Admit::Now);
+        // Many users share the table's bound.
+        for n in 0..1000 {
+            t.hold(of(user(n)), 10_000.0, Why::RetryAfter, 0.0);
+            assert!(t.len() <= MAX_KEYS);
+        }
     }
     proptest! {
         #[test]

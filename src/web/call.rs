@@ -7,6 +7,7 @@ use wasm_bindgen::JsValue;
 use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
+use crate::policy::credentials::Credentials;
 use crate::policy::guard::Spec;
 
 pub use crate::policy::call_options::ResponseType;
@@ -64,6 +65,20 @@ impl Target {
             Target::Url { headers, .. } => headers.clone(),
             Target::Request { request, .. } => Some(request.headers()),
         }
+    }
+
+    /// Whom the call speaks for: the identity of the credential headers it
+    /// sends (the client's and its own). A header that cannot be read
+    /// counts as one sent with an empty value: it never makes a call
+    /// anonymous.
+    pub fn credentials(&self) -> Credentials {
+        let Some(h) = self.headers() else {
+            return Credentials::NONE;
+        };
+        Credentials::of(|name| match h.get(name) {
+            Ok(v) => v,
+            Err(_) => Some(String::new()),
+        })
     }
 }
 

@@ -20,7 +20,10 @@
 //! [`MAX_PEER_KEY`] UTF-16 units, or that is malformed in any way, is
 //! dropped; its open period and cooldown are cut to what this client would
 //! set itself (`maxOpenMs`, `maxRetryAfterMs`: the breaker and the engine
-//! do that). A lease further ahead than [`LEASE_MS`] is not one this code
+//! do that). A cooldown carries the digest of the credentials of the calls
+//! it binds (`s`, a whole number below 2^53, absent for calls without
+//! any): a tab applies it to those calls only, and drops a message whose
+//! `s` is anything else. A lease further ahead than [`LEASE_MS`] is not one this code
 //! wrote (or the wall clock stepped back since): it is ignored and replaced.
 
 use std::cell::{Cell, RefCell};
@@ -31,6 +34,7 @@ use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
 use super::host::{epoch_ms, uuid_v4};
+use crate::policy::credentials::Credentials;
 use crate::text::cat;
 
 thread_local! {
@@ -67,9 +71,12 @@ pub enum Peer {
     /// A good probe closed `key`.
     Closed { key: String },
     /// Retry-After, or with `quota` a spent rate-limit quota: no attempt
-    /// to `key` before `until` (epoch ms).
+    /// to `key` with credentials `who` before `until` (epoch ms). On the
+    /// wire `who` is its digest (`s`, a number; absent without
+    /// credentials), never a header's value.
     Cooldown {
         key: String,
+        who: Credentials,
         until: f64,
         quota: bool,
     },
@@ -145,12 +152,20 @@ impl CrossTab {
             Peer::Closed { key } => {
                 o.set("t", "closed").set("key", key.as_str());
             }
-            Peer::Cooldown { key, until, quota } => {
+            Peer::Cooldown {
+                key,
+                who,
+                until,
+                quota,
+            } => {
                 o.set("t", "cooldown")
                     .set("key", key.as_str())
                     .set("until", *until);
                 if *quota {
                     o.set("q", true);
+                }
+                if let Some(s) = who.wire() {
+                    o.set("s", s);
                 }
             }
         }
@@ -207,6 +222,12 @@ fn decode(data: &JsValue) -> Option<Peer> {
         "closed" => Some(Peer::Closed { key }),
         "cooldown" => Some(Peer::Cooldown {
             key,
+            // Absent: a hold of the calls without credentials. Present, it
+            // must be a digest this code writes.
+            who: match get(data, "s").ok().filter(|s| !s.is_undefined()) {
+                None => Credentials::NONE,
+                Some(s) => Credentials::from_wire(s.as_f64()?)?,
+            },
             until: num("until")?,
             quota: get(data, "q").is_ok_and(|q| q.is_truthy()),
         }),

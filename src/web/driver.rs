@@ -54,6 +54,7 @@ impl Engine {
     /// or rejects with a descriptor of the reason it stopped.
     pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
         let mut c = self.st.borrow_mut().guard.start(&call.spec, now_ms());
+        c.set_credentials(call.target.credentials());
         let result = self.attempts(call, &mut c).await;
         result.map_err(|e| {
             let attempts = c.attempts();

@@ -12,9 +12,16 @@
 //! answers. A body that `validate` rejects is not stored and becomes a
 //! `ParseError` (counted in `stats().failures`, like a body that does not
 //! parse); the engine has already recorded the attempt as a breaker success,
-//! since the server did answer. A call that sends `Authorization` uses no
-//! cache unless the caller names `cacheKey`: under the URL alone, one user's
-//! document would be served to the next user of the browser.
+//! since the server did answer.
+//!
+//! A copy is one user's document when the call carried credentials
+//! (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-API-Key`, the
+//! client's or its own: [`crate::policy::credentials`]): such a call uses
+//! no cache unless the caller names `cacheKey`, or on a server that shares
+//! one client (or in a browser used by several people) one user's document
+//! would be served to the next. And the default key is the URL plus the
+//! call's own headers, so calls that differ in a header
+//! (`Accept-Language`, a tenant) never share a copy.
 
 use std::rc::Rc;
 
@@ -69,17 +76,12 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
         ),
         _ => None,
     };
-    // Client-level and call-level headers are both on the built request.
-    let authorized = call
-        .target
-        .headers()
-        .is_some_and(|h| h.has("authorization").unwrap_or(true));
     // Keyed by URL alone, a POST's (a GraphQL query's) copy would answer
     // another body's call: only GET and HEAD get a default key.
     let key = match cache_key {
         Some(k) => Some(k),
-        None if authorized || !call.named_by_url() => None,
-        None => Some(call.url.clone()),
+        None if call.target.credentials().carried() || !call.named_by_url() => None,
+        None => Some(default_key(&call.url, &r.string_record("headers")?)),
     };
     Ok(SchemaOptions {
         key,
@@ -88,6 +90,24 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
         fallback,
         validate,
     })
+}
+
+/// The URL, then a `\nname:value` line per header of the call's own
+/// (`options.headers`, names lower-cased, in the order given); the URL
+/// alone for a call without any, as before headers were part of it.
+fn default_key(url: &str, own: &[(String, String)]) -> String {
+    let mut key = url.to_owned();
+    for (k, v) in own {
+        key.push('\n');
+        let name = key.len();
+        key.push_str(k);
+        if let Some(n) = key.get_mut(name..) {
+            n.make_ascii_lowercase();
+        }
+        key.push(':');
+        key.push_str(v);
+    }
+    key
 }
 
 /// Runs the call and settles on the network copy, the cache, the fallback or

@@ -95,3 +95,18 @@ test('a spent rate-limit quota seen by one tab holds the other until the reset',
   assert.deepEqual(log.map((e) => e.status), [200, 429, 200], 'only the call that ignored the quota was refused');
   assert.deepEqual(errors, []);
 });
+
+test('a cooldown told to the other tab binds only the calls sent with the same credentials', async () => {
+  const as = (key, extra = {}) => ({ breakerKey: 'who', headers: { 'X-API-Key': key }, ...extra });
+  await call(a, '/status/503?retryAfter=2&id=xt-who', as('mallory'));
+  await new Promise((r) => setTimeout(r, 100));
+  const bob = await call(b, '/echo?id=xt-who-bob', as('bob', { deadlineMs: 1000 }));
+  assert.equal(bob.ok, true, `bob was held by mallory's cooldown: ${JSON.stringify(bob)}`);
+  assert.ok(bob.ms < 500, `bob waited ${bob.ms} ms`);
+  const anonymous = await call(b, '/echo?id=xt-who-anon', { breakerKey: 'who', deadlineMs: 1000 });
+  assert.equal(anonymous.ok, true, JSON.stringify(anonymous));
+  const mallory = await call(b, '/echo?id=xt-who-m', as('mallory', { deadlineMs: 1000 }));
+  assert.equal(mallory.name, 'CircuitOpenError', 'her own calls in the other tab are held');
+  assert.equal(await arrivals('xt-who-m'), 0);
+  assert.deepEqual(errors, []);
+});

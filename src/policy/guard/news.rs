@@ -20,12 +20,17 @@ impl Guard {
         }
     }
 
-    /// Another tab was told to wait `wait_ms` on `key`: no longer than this
-    /// client would wait itself.
-    pub fn peer_hold(&mut self, key: &str, wait_ms: f64, quota: bool, now: f64) {
+    /// Another tab was told to wait `wait_ms` on `key` with credentials
+    /// `who`: the calls of that key and credentials wait, no longer than
+    /// this client would wait itself.
+    pub fn peer_hold(&mut self, key: &str, who: Credentials, wait_ms: f64, quota: bool, now: f64) {
         let why = if quota { Why::Quota } else { Why::Peer };
-        self.limits
-            .hold(key, now + wait_ms.min(self.hold_cap), why, now);
+        self.limits.hold(
+            HoldKey { key, who },
+            now + wait_ms.min(self.hold_cap),
+            why,
+            now,
+        );
     }
 
     /// Breaker transitions since the last drain (opens are counted here).

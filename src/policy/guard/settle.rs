@@ -87,22 +87,20 @@ impl Guard {
             } => {
                 // A Retry-After present decides, even malformed; without one,
                 // the rate-limit reset (ky's reading).
-                let ra = if c.retry.retry_after && (status == 429 || status == 503) {
-                    match retry_after {
-                        Some(v) => parse_retry_after(v, epoch),
-                        None => reset_ms,
-                    }
-                } else {
-                    None
+                let wait = match retry_after {
+                    _ if !(status == 429 || status == 503) => None,
+                    Some(v) => parse_retry_after(v, epoch),
+                    None => reset_ms,
                 };
-                // Only a wait this client honours holds its other calls (and
-                // the other tabs) back; one beyond maxRetryAfterMs just ends
-                // this call.
-                if let Some(wait) = ra.filter(|w| *w <= c.retry.max_retry_after_ms) {
-                    self.limits.hold(key, now + wait, Why::RetryAfter, now);
-                    self.tell(key, wait, false);
+                // The other calls (and tabs) are held by the client's own
+                // settings: its cap, whatever this call's retry options.
+                if let Some(w) = wait.filter(|_| self.hold_retry_after) {
+                    self.hold(c, w.min(self.hold_cap), now);
                 }
-                (Outcome::Status(status), ra)
+                (
+                    Outcome::Status(status),
+                    wait.filter(|_| c.retry.retry_after),
+                )
             }
         };
         // A request that failed because the device went offline says
@@ -144,21 +142,35 @@ impl Guard {
         self.stats.deduped += 1;
     }
 
-    /// What an answer announced of its key's quota (calls that obey rate
-    /// limits); a quota spent is for the other tabs too.
+    /// What an answer announced of the quota of the call's key and
+    /// credentials (calls that obey rate limits); a quota spent is for the
+    /// other tabs too.
     fn observe_quota(&mut self, c: &CallState, quota: Option<&Quota>, now: f64) {
         if !c.spec.cfg.rate_limit {
             return;
         }
-        let key: &str = &c.spec.key;
-        if let Some(until) = self.limits.observe(key, quota, now, self.hold_cap) {
-            self.tell(key, until - now, true);
+        if let Some(until) = self
+            .limits
+            .observe(c.holds_key(), quota, now, self.hold_cap)
+        {
+            self.tell(c, until - now, true);
         }
     }
 
-    fn tell(&mut self, key: &str, wait_ms: f64, quota: bool) {
+    /// A Retry-After hold of `wait_ms` (already capped) on the call's key
+    /// and credentials, for the other tabs too.
+    fn hold(&mut self, c: &CallState, wait_ms: f64, now: f64) {
+        if wait_ms > 0.0 {
+            self.limits
+                .hold(c.holds_key(), now + wait_ms, Why::RetryAfter, now);
+            self.tell(c, wait_ms, false);
+        }
+    }
+
+    fn tell(&mut self, c: &CallState, wait_ms: f64, quota: bool) {
         self.holds.push(Hold {
-            key: key.to_owned(),
+            key: c.spec.key.clone(),
+            who: c.who,
             wait_ms,
             quota,
         });

@@ -24,6 +24,7 @@ impl Engine {
             for h in holds {
                 x.send(&Peer::Cooldown {
                     key: h.key,
+                    who: h.who,
                     until: epoch_ms() + h.wait_ms,
                     quota: h.quota,
                 });
@@ -106,9 +107,12 @@ impl Engine {
             match msg {
                 Peer::Open { key, until, period } => g.peer_open(&key, now, until - epoch, period),
                 Peer::Closed { key } => g.peer_closed(&key, now),
-                Peer::Cooldown { key, until, quota } => {
-                    g.peer_hold(&key, until - epoch, quota, now)
-                }
+                Peer::Cooldown {
+                    key,
+                    who,
+                    until,
+                    quota,
+                } => g.peer_hold(&key, who, until - epoch, quota, now),
             }
         }
         self.flush("", false);
