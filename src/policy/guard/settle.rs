@@ -18,18 +18,28 @@ impl Guard {
     }
 
     /// A hedge leg failed while another attempt is still out: a breaker
-    /// sample, and what its answer said of the quota.
+    /// sample, what its answer said of the quota, and a refusal's wait (a
+    /// 429/503 with Retry-After or a rate-limit reset: no more hedges, and
+    /// every call of the key held, as when the round's last attempt gets
+    /// it).
+    #[allow(clippy::too_many_arguments)]
     pub fn leg_failed(
         &mut self,
-        c: &CallState,
+        c: &mut CallState,
         permit: Option<Permit>,
         end: &Ended,
         quota: Option<&Quota>,
         now: f64,
+        epoch: f64,
     ) {
         let outcome = match *end {
-            Ended::Status { status, .. } => {
+            Ended::Status {
+                status,
+                retry_after,
+                reset_ms,
+            } => {
                 self.observe_quota(c, quota, now);
+                self.refused(c, status, retry_after, reset_ms, now, epoch);
                 Outcome::Status(status)
             }
             Ended::Timeout => {
@@ -85,23 +95,7 @@ impl Guard {
                 retry_after,
                 reset_ms,
             } => {
-                // A Retry-After present decides, even malformed; without one,
-                // the rate-limit reset (ky's reading).
-                let ra = if c.retry.retry_after && (status == 429 || status == 503) {
-                    match retry_after {
-                        Some(v) => parse_retry_after(v, epoch),
-                        None => reset_ms,
-                    }
-                } else {
-                    None
-                };
-                // Only a wait this client honours holds its other calls (and
-                // the other tabs) back; one beyond maxRetryAfterMs just ends
-                // this call.
-                if let Some(wait) = ra.filter(|w| *w <= c.retry.max_retry_after_ms) {
-                    self.limits.hold(key, now + wait, Why::RetryAfter, now);
-                    self.tell(key, wait, false);
-                }
+                let ra = self.refused(c, status, retry_after, reset_ms, now, epoch);
                 (Outcome::Status(status), ra)
             }
         };
@@ -131,6 +125,42 @@ impl Guard {
             }
             Err(denied) => Verdict::Fail { denied },
         }
+    }
+
+    /// A 429/503 that asks for a wait: the call sends no more hedges, and
+    /// the wait (Retry-After present decides, even malformed; without one,
+    /// the rate-limit reset, ky's reading), when the call honours it, is
+    /// returned for planning its retry. Only a wait this client honours
+    /// holds its other calls (and the other tabs) back; one beyond
+    /// maxRetryAfterMs just ends this call.
+    fn refused(
+        &mut self,
+        c: &mut CallState,
+        status: u16,
+        retry_after: Option<&str>,
+        reset_ms: Option<f64>,
+        now: f64,
+        epoch: f64,
+    ) -> Option<f64> {
+        if status != 429 && status != 503 {
+            return None;
+        }
+        if retry_after.is_some() || reset_ms.is_some() {
+            c.hedges_stopped = true;
+        }
+        if !c.retry.retry_after {
+            return None;
+        }
+        let ra = match retry_after {
+            Some(v) => parse_retry_after(v, epoch),
+            None => reset_ms,
+        };
+        if let Some(wait) = ra.filter(|w| *w <= c.retry.max_retry_after_ms) {
+            let key: &str = &c.spec.key;
+            self.limits.hold(key, now + wait, Why::RetryAfter, now);
+            self.tell(key, wait, false);
+        }
+        ra
     }
 
     /// A call ended in failure.
