@@ -166,14 +166,16 @@ export interface ClientOptions {
  * Hedged requests: when an attempt of an idempotent call (a method in
  * `retry.methods`, or an idempotency key) has not answered after `afterMs`,
  * a second attempt goes out and the first good answer wins; the other is
- * aborted. A hedge is a retry for the budget (denied when it is spent),
- * counts in `attempts`, needs a free concurrency slot (it never queues) and
- * a closed breaker.
+ * aborted. A hedge is an attempt toward `retry.maxAttempts` (3 attempts in
+ * all means 3, hedges included) and a retry for the budget (denied when it
+ * is spent), counts in `attempts`, needs a free concurrency slot (it never
+ * queues) and a closed breaker. A hedge answered 429/503 with Retry-After
+ * or a rate-limit reset stops further hedges and holds every call of the key.
  */
 export interface HedgeOptions {
   /** Milliseconds, or 'p95': the endpoint's observed 95th percentile answer time (no hedge until 20 answers are seen). */
   afterMs: number | 'p95';
-  /** Hedges per attempt; integer 1..9, default 1. */
+  /** Hedges per call, over all its retries; integer 1..9, default 1. */
   max?: number;
 }
 
