@@ -20,6 +20,7 @@ pub mod breaker;
 pub mod budget;
 pub mod call_options;
 pub mod classify;
+pub mod clock;
 pub mod deadline;
 pub mod guard;
 pub mod latency;
