@@ -187,6 +187,7 @@ export interface CallOptions {
   retry?: false | RetryOptions;
   /** true: a random UUID v4; sent as Idempotency-Key, the same on every attempt. */
   idempotencyKey?: string | true;
+  /** Default `${METHOD} ${origin}${pathname}`; one over 2048 characters is kept as its first 64 characters, `…sha256:` and its SHA-256. */
   breakerKey?: string;
   /** Overrides the client's waitForOnline for this call. */
   waitForOnline?: boolean;
@@ -232,7 +233,7 @@ export interface RequestOptions extends CallOptions {
  * `cacheKey`.
  */
 export interface SchemaOptions<T> extends RequestOptions {
-  /** Default: the absolute URL (query included). */
+  /** Default: the absolute URL (query included). One over 2048 characters is stored under its first 64 characters and SHA-256. */
   cacheKey?: string;
   /** A cached copy saved with another version (or without one) is ignored. */
   version?: string | number;

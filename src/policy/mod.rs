@@ -23,6 +23,7 @@ pub mod classify;
 pub mod clock;
 pub mod deadline;
 pub mod guard;
+pub mod key;
 pub mod latency;
 pub mod limiter;
 pub mod options;
