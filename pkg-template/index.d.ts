@@ -172,14 +172,16 @@ export interface ClientOptions {
  * Hedged requests: when an attempt of an idempotent call (a method in
  * `retry.methods`, or an idempotency key) has not answered after `afterMs`,
  * a second attempt goes out and the first good answer wins; the other is
- * aborted. A hedge is a retry for the budget (denied when it is spent),
- * counts in `attempts`, needs a free concurrency slot (it never queues) and
- * a closed breaker.
+ * aborted. A hedge is an attempt toward `retry.maxAttempts` (3 attempts in
+ * all means 3, hedges included) and a retry for the budget (denied when it
+ * is spent), counts in `attempts`, needs a free concurrency slot (it never
+ * queues) and a closed breaker. A hedge answered 429/503 with Retry-After
+ * or a rate-limit reset stops further hedges and holds every call of the key.
  */
 export interface HedgeOptions {
   /** Milliseconds, or 'p95': the endpoint's observed 95th percentile answer time (no hedge until 20 answers are seen). */
   afterMs: number | 'p95';
-  /** Hedges per attempt; integer 1..9, default 1. */
+  /** Hedges per call, over all its retries; integer 1..9, default 1. */
   max?: number;
 }
 
@@ -191,6 +193,7 @@ export interface CallOptions {
   retry?: false | RetryOptions;
   /** true: a random UUID v4; sent as Idempotency-Key, the same on every attempt. */
   idempotencyKey?: string | true;
+  /** Default `${METHOD} ${origin}${pathname}`; one over 2048 characters is kept as its first 64 characters, `…sha256:` and its SHA-256. */
   breakerKey?: string;
   /** Overrides the client's waitForOnline for this call. */
   waitForOnline?: boolean;
@@ -239,8 +242,10 @@ export interface RequestOptions extends CallOptions {
 export interface SchemaOptions<T> extends RequestOptions {
   /**
    * Default: the absolute URL (query included), followed by the call's own
-   * headers (one `\nname:value` line each, names lower-cased, in the order
-   * given), so calls that differ in a header never share a copy.
+   * headers (one `
+name:value` line each, names lower-cased, in the order
+   * given), so calls that differ in a header never share a copy. One over
+   * 2048 characters is stored under its first 64 characters and SHA-256.
    */
   cacheKey?: string;
   /** A cached copy saved with another version (or without one) is ignored. */

@@ -306,6 +306,38 @@ async fn alarms_fire_in_time_order() {
     assert_eq!(*log.borrow(), [50, 200, 400]);
 }
 
+/// Issue 27 item 7: timers fire on the host's timers whatever
+/// `performance.now` says. With it frozen or running backwards, an alarm
+/// found itself never due and re-armed itself forever (an attempt's
+/// timeout never fired). Breaks if the clock ignored fired timers.
+#[wasm_bindgen_test]
+async fn timers_fire_with_performance_now_frozen_or_running_backwards() {
+    let perf = js_sys::Reflect::get(&js_sys::global(), &"performance".into()).unwrap();
+    let stubs = [
+        "return 1000;",
+        "return (globalThis.__backwards = (globalThis.__backwards || 1e6) - 3);",
+        "throw new Error('no clock');",
+    ];
+    for stub in stubs {
+        js_sys::Reflect::set(&perf, &"now".into(), &js_sys::Function::new_no_args(stub)).unwrap();
+        let (early, late) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(false)));
+        let (fe, fl) = (early.clone(), late.clone());
+        let _a = Alarm::run(60.0, move || fe.set(true));
+        let _b = Alarm::run(120.0, move || fl.set(true));
+        let slept = runtime::sleep(30.0).await;
+        // pause() and the harness use the host's timers, not the clock.
+        for _ in 0..100 {
+            if late.get() {
+                break;
+            }
+            pause(10).await;
+        }
+        js_sys::Reflect::delete_property(&perf.clone().into(), &"now".into()).unwrap();
+        assert_eq!(slept, Wake::Timer, "{stub}");
+        assert!(early.get() && late.get(), "{stub}: an alarm never fired");
+    }
+}
+
 /// A timed wait dropped before its time clears its timer: its gate never
 /// opens. A kept one ends with `Wake::Timer`. Breaks if a timed wait left
 /// its host timer running.

@@ -79,6 +79,11 @@ pub struct CallState<'a> {
     retry: RetryConfig,
     backoff: Backoff,
     attempts: u32,
+    /// Hedges sent, over all the call's rounds.
+    hedges: u32,
+    /// A leg was refused with a wait (429/503 with Retry-After or a
+    /// rate-limit reset): no more hedges.
+    hedges_stopped: bool,
     /// The reason of the last `Wait` announced: one event per reason.
     told: Option<Why>,
     /// Whom the call speaks for: the holds it obeys and sets are those of
@@ -106,6 +111,18 @@ impl CallState<'_> {
             key: &self.spec.key,
             who: self.who,
         }
+    }
+
+    /// Hedges sent so far.
+    pub fn hedges(&self) -> u32 {
+        self.hedges
+    }
+
+    /// A hedge is left under `hedge.max` and `maxAttempts`, and no leg was
+    /// told to wait.
+    fn may_hedge(&self) -> bool {
+        let max = self.spec.cfg.hedge.map_or(0, |h| h.max);
+        !self.hedges_stopped && self.hedges < max && self.attempts < self.retry.max_attempts
     }
 }
 
@@ -287,6 +304,8 @@ impl Guard {
             backoff: Backoff::from_config(&retry),
             retry,
             attempts: 0,
+            hedges: 0,
+            hedges_stopped: false,
             told: None,
             who: Credentials::NONE,
         }
@@ -411,10 +430,15 @@ impl Guard {
     }
 
     /// How long after the last attempt started a hedge is due; `None`
-    /// without `hedge`, or before the endpoint has a p95 (a guess would
-    /// hedge every call).
+    /// without `hedge`, once the call has sent `hedge.max` hedges or
+    /// `maxAttempts` attempts (hedges count toward both, over all its
+    /// rounds) or a leg was told to wait, or before the endpoint has a p95
+    /// (a guess would hedge every call).
     pub fn hedge_due(&self, c: &CallState, last_started: f64, now: f64) -> Option<f64> {
         let h: HedgeConfig = c.spec.cfg.hedge?;
+        if !c.may_hedge() {
+            return None;
+        }
         let after = match h.after {
             HedgeAfter::Ms(ms) => ms,
             HedgeAfter::P95 => self.latencies.p95(&c.spec.key, now)?,
@@ -423,12 +447,16 @@ impl Guard {
     }
 
     /// A hedge, if everything allows one now: a call that may be replayed,
-    /// time left, no hold or quota spacing, a slot free at once (never
-    /// queued), a closed breaker, and the retry budget (a hedge is a retry
-    /// for it). Its slot is taken.
+    /// hedges and attempts left (`hedge.max`, `maxAttempts`), time left, no
+    /// hold or quota spacing, a slot free at once (never queued), a closed
+    /// breaker, and the retry budget (a hedge is a retry for it). Its slot
+    /// is taken.
     pub fn hedge(&mut self, c: &mut CallState, now: f64, rand01: f64) -> Option<Attempt> {
         let key: &str = &c.spec.key;
-        if c.deadline.expired(now) || !method_may_retry(&c.retry, &c.spec.method, c.spec.has_key) {
+        if !c.may_hedge()
+            || c.deadline.expired(now)
+            || !method_may_retry(&c.retry, &c.spec.method, c.spec.has_key)
+        {
             return None;
         }
         if let Some(b) = self.breakers.as_mut() {
@@ -461,6 +489,7 @@ impl Guard {
             return None;
         }
         self.stats.retries += 1;
+        c.hedges += 1;
         Some(self.send(c, permit, now))
     }
 
@@ -1372,7 +1401,7 @@ mod tests {
         assert!(g.hedge(&mut post, 100.0, 0.5).is_none());
         assert_eq!(g.in_flight(), 1);
         // a failed leg is a sample; a 503 does not decide the round, a 404 does
-        g.leg_failed(&c, h.permit, &UNAVAILABLE, None, 150.0);
+        g.leg_failed(&mut c, h.permit, &UNAVAILABLE, None, 150.0, 0.0);
         assert!(!g.decides(&UNAVAILABLE));
         assert!(g.decides(&Ended::Status {
             status: 404,
@@ -1391,6 +1420,238 @@ mod tests {
             g.answered_in(&c, 50.0, f64::from(i));
         }
         assert_eq!(g.hedge_due(&c, 0.0, 30.0), Some(20.0));
+    }
+
+    /// A call of `cc` whose hedges go out after 50 ms, at most `max`.
+    fn hedged(max_attempts: u32, max: u32) -> (ClientConfig, CallConfig) {
+        let mut client = cfg();
+        client.concurrency = Some(LimiterConfig { max: 8, queue: 10 });
+        client.budget = None;
+        client.breaker = None;
+        let mut cc = call_cfg(&client);
+        if let Some(r) = cc.retry.as_mut() {
+            r.max_attempts = max_attempts;
+        }
+        cc.hedge = Some(HedgeConfig {
+            after: HedgeAfter::Ms(50.0),
+            max,
+        });
+        (client, cc)
+    }
+
+    /// Issue 27 item 4: `maxAttempts: 3, hedge: { afterMs: 50, max: 1 }`
+    /// against a backend that never answers sent 4 requests, 2 of them
+    /// hedges (every round hedged again). Hedges count toward
+    /// `maxAttempts`, and `max` is over the whole call.
+    #[test]
+    fn hedges_count_toward_max_attempts_and_max_is_per_call() {
+        for (max_attempts, max, sends) in [(3, 1, [2, 1]), (10, 2, [3, 1]), (2, 3, [2, 0])] {
+            let (client, cc) = hedged(max_attempts, max);
+            let mut g = Guard::new(&client);
+            let mut c = g.start(spec(&cc, "GET"), 0.0);
+            let mut now = 0.0;
+            let mut per_round = Vec::new();
+            for _ in 0..2 {
+                if c.attempts() == max_attempts {
+                    per_round.push(0);
+                    continue;
+                }
+                let first = send(&mut g, &mut c, now);
+                let mut legs = vec![first];
+                while let Some(due) = g.hedge_due(&c, legs.last().unwrap().started_ms, now) {
+                    now += due.max(0.0);
+                    match g.hedge(&mut c, now, 0.5) {
+                        Some(h) => legs.push(h),
+                        None => break,
+                    }
+                }
+                per_round.push(legs.len());
+                // Every leg times out; the last one settles the round.
+                now += 6000.0;
+                let last = legs.pop().unwrap();
+                for leg in legs {
+                    let _ = g.release_slot();
+                    g.leg_failed(&mut c, leg.permit, &Ended::Timeout, None, now, 0.0);
+                }
+                if let Verdict::Retry { delay_ms } =
+                    settle(&mut g, &mut c, &last, Ended::Timeout, now)
+                {
+                    now += delay_ms;
+                }
+            }
+            let what = format!("maxAttempts {max_attempts}, hedge.max {max}");
+            assert_eq!(per_round, sends, "{what}: sends per round");
+            assert!(c.attempts() <= max_attempts, "{what}");
+            assert!(c.hedges() <= max, "{what}");
+            assert_eq!(g.stats.attempts, u64::from(c.attempts()), "{what}");
+        }
+        // retry: false is one attempt in all: no hedge.
+        let (client, mut cc) = hedged(3, 1);
+        cc.retry = None;
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert_eq!(g.hedge_due(&c, s.started_ms, 0.0), None);
+        assert!(g.hedge(&mut c, 50.0, 0.5).is_none());
+    }
+
+    /// Issue 27 item 4: a hedge leg answered `429 Retry-After: 10` was
+    /// followed 4-17 ms later by another hedge, and another call of the
+    /// key went out at once. A leg refused with a wait (Retry-After or a
+    /// rate-limit reset) stops the call's hedges and holds every call of
+    /// the key.
+    #[test]
+    fn a_leg_refused_with_a_wait_stops_hedges_and_holds_the_key() {
+        let refusals = [
+            (429, Some("10"), None, Some(10_000.0)),
+            (503, None, Some(4000.0), Some(4000.0)),
+            // beyond maxRetryAfterMs: no hedge, and a hold of the client's
+            // own cap (API.md, Holds)
+            (429, Some("3600"), None, Some(30_000.0)),
+        ];
+        for (status, retry_after, reset_ms, held) in refusals {
+            let (client, cc) = hedged(10, 3);
+            let mut g = Guard::new(&client);
+            let mut c = g.start(spec(&cc, "GET"), 0.0);
+            let first = send(&mut g, &mut c, 0.0);
+            let h = g.hedge(&mut c, 50.0, 0.5).unwrap();
+            let _ = g.release_slot();
+            let refused = Ended::Status {
+                status,
+                retry_after,
+                reset_ms,
+            };
+            assert!(!g.decides(&refused));
+            g.leg_failed(&mut c, h.permit, &refused, None, 60.0, 0.0);
+            let what = format!("{status} {retry_after:?} {reset_ms:?}");
+            assert_eq!(g.hedge_due(&c, 50.0, 64.0), None, "{what}");
+            assert!(g.hedge(&mut c, 67.0, 0.5).is_none(), "{what}");
+            assert_eq!(c.hedges(), 1);
+            let mut other = g.start(spec(&cc, "GET"), 64.0);
+            match (g.admit(&mut other, 64.0, false, 0.5), held) {
+                (Admission::Wait { ms, why, .. }, Some(wait)) => {
+                    assert_eq!((ms, why), (wait - 4.0, Why::RetryAfter), "{what}");
+                    let told = g.drain_holds();
+                    assert_eq!((told.len(), told[0].wait_ms), (1, wait), "{what}");
+                }
+                // a hold past the other call's deadline refuses it at once
+                (Admission::Stop(Stop::CircuitOpen { retry_in_ms }), Some(wait)) => {
+                    assert_eq!(retry_in_ms, wait - 4.0, "{what}");
+                    assert_eq!(g.drain_holds().len(), 1, "{what}");
+                }
+                (Admission::Go(_), None) => assert!(g.drain_holds().is_empty()),
+                (other, _) => panic!("{what}: {other:?}"),
+            }
+            // The first attempt still decides the round (and the call,
+            // retried, sends no more hedges in later rounds).
+            let _ = g.release_slot();
+            let v = g.settle(
+                &mut c,
+                first.permit,
+                &Ended::Timeout,
+                None,
+                6000.0,
+                0.0,
+                0.5,
+            );
+            assert!(matches!(v, Verdict::Retry { .. }), "{what}: {v:?}");
+            assert_eq!(g.hedge_due(&c, 20_000.0, 20_000.0), None, "{what}");
+        }
+        // A 429 without a wait, or a 500, leaves hedging on.
+        for status in [429, 500] {
+            let (client, cc) = hedged(10, 3);
+            let mut g = Guard::new(&client);
+            let mut c = g.start(spec(&cc, "GET"), 0.0);
+            let _first = send(&mut g, &mut c, 0.0);
+            let h = g.hedge(&mut c, 50.0, 0.5).unwrap();
+            let _ = g.release_slot();
+            let plain = Ended::Status {
+                status,
+                retry_after: None,
+                reset_ms: None,
+            };
+            g.leg_failed(&mut c, h.permit, &plain, None, 60.0, 0.0);
+            assert_eq!(g.hedge_due(&c, 50.0, 60.0), Some(40.0), "{status}");
+        }
+    }
+
+    /// How a hedge leg ends in [`hedged_calls_keep_to_both_caps`].
+    fn leg_end(n: u8) -> Ended<'static> {
+        match n % 5 {
+            0 => Ended::Timeout,
+            1 => UNAVAILABLE,
+            2 => Ended::Status {
+                status: 429,
+                retry_after: Some("1"),
+                reset_ms: None,
+            },
+            3 => Ended::Network { offline: false },
+            _ => Ended::Success,
+        }
+    }
+
+    proptest! {
+        /// Whatever the legs answer and whenever, a hedged call sends at
+        /// most `maxAttempts` attempts and `hedge.max` hedges in all.
+        #[test]
+        fn hedged_calls_keep_to_both_caps(
+            max_attempts in 1..6u32,
+            max in 1..4u32,
+            steps in prop::collection::vec((any::<bool>(), 0..5u8, 0..3000u16), 1..60),
+        ) {
+            let (client, cc) = hedged(max_attempts, max);
+            let mut g = Guard::new(&client);
+            let mut c = g.start(spec(&cc, "GET"), 0.0);
+            let mut now = 0.0;
+            let mut legs: Vec<Attempt> = Vec::new();
+            let mut done = false;
+            for (hedge, end, dt) in steps {
+                if done {
+                    break;
+                }
+                now += f64::from(dt);
+                if legs.is_empty() {
+                    match g.admit(&mut c, now, false, 0.5) {
+                        Admission::Go(permit) => {
+                            prop_assert_eq!(g.acquire_slot(), Acquire::Granted);
+                            match g.begin(&mut c, permit, now) {
+                                Some(a) => legs.push(a),
+                                None => done = true,
+                            }
+                        }
+                        Admission::Wait { .. } => {}
+                        _ => done = true,
+                    }
+                } else if hedge {
+                    if let Some(due) = g.hedge_due(&c, legs.last().unwrap().started_ms, now) {
+                        if due <= 0.0 {
+                            if let Some(h) = g.hedge(&mut c, now, 0.5) {
+                                legs.push(h);
+                            }
+                        }
+                    }
+                } else {
+                    let leg = legs.remove(0);
+                    let _ = g.release_slot();
+                    let e = leg_end(end);
+                    if g.decides(&e) || legs.is_empty() {
+                        for other in legs.drain(..) {
+                            let _ = g.release_slot();
+                            g.abandon(&c, other.permit, now);
+                        }
+                        match g.settle(&mut c, leg.permit, &e, None, now, 0.0, 0.5) {
+                            Verdict::Retry { delay_ms } => now += delay_ms,
+                            _ => done = true,
+                        }
+                    } else {
+                        g.leg_failed(&mut c, leg.permit, &e, None, now, 0.0);
+                    }
+                }
+                prop_assert!(c.attempts() <= max_attempts, "{} attempts", c.attempts());
+                prop_assert!(c.hedges() <= max, "{} hedges", c.hedges());
+                prop_assert_eq!(g.in_flight() as usize, legs.len());
+            }
+        }
     }
 
     #[test]

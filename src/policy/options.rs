@@ -181,14 +181,15 @@ pub enum HedgeAfter {
 }
 
 /// Hedged requests: a further attempt of an idempotent call whose attempt
-/// has not answered by `after`, at most `max` per attempt. Off by default.
+/// has not answered by `after`, at most `max` per call (over all its
+/// rounds; each hedge an attempt toward `maxAttempts`). Off by default.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HedgeConfig {
     pub after: HedgeAfter,
     pub max: u32,
 }
 
-/// Hedges per attempt, at most.
+/// Hedges per call, at most.
 pub const MAX_HEDGES: f64 = 9.0;
 
 impl HedgeConfig {

@@ -16,7 +16,8 @@
 //!   earlier drafts (`RateLimit: limit=.., remaining=.., reset=..`), the
 //!   older draft's `RateLimit-Limit` / `-Remaining` / `-Reset`, and the
 //!   `X-RateLimit-*` and `X-Rate-Limit-*` spellings. Malformed values are
-//!   ignored, never an error.
+//!   ignored, never an error; at most [`MAX_ITEMS`] items of a field are
+//!   read, so a server's 200 KB of items costs no more than 64.
 //! * [`refusal_wait_ms`]: the retry delay of a 429/503 without Retry-After,
 //!   read as ky reads it (Retry-After > `RateLimit-Reset` >
 //!   `X-RateLimit-Retry-After` > `X-RateLimit-Reset` ?? `X-Rate-Limit-Reset`,
@@ -40,6 +41,12 @@ use super::credentials::Credentials;
 /// 2024-01-01T00:00:00Z in epoch ms: a reset of at least this many seconds
 /// (times 1000) is a timestamp, not a delay.
 pub const TIMESTAMP_THRESHOLD_MS: f64 = 1_704_067_200_000.0;
+
+/// Items of one field read at most (list or dictionary members, empty ones
+/// aside): what a server names beyond them is ignored, so a header set of
+/// any size is read in time linear in its size, and a `RateLimit` item is
+/// matched to its `RateLimit-Policy` item among at most this many.
+pub const MAX_ITEMS: usize = 64;
 
 /// Keys tracked at most; expired ones go first, then the one ending soonest.
 pub const MAX_KEYS: usize = 256;
@@ -248,7 +255,10 @@ fn structured(value: &str, get: Option<&mut Fields>) -> Option<Quota> {
             };
             let q = param(params, "q").and_then(sf_uint).filter(|q| *q > 0);
             let w = param(params, "w").and_then(sf_uint).map(seconds);
-            for (_, item) in items.iter_mut().filter(|(n, _)| *n == name) {
+            for (_, item) in items.iter_mut().filter(|(n, _)| {
+                examined();
+                *n == name
+            }) {
                 item.quota = q;
                 item.window_ms = w;
             }
@@ -273,29 +283,69 @@ fn seconds(s: u64) -> f64 {
 }
 
 /// The members of a Structured Fields list or dictionary: split on commas
-/// outside quoted strings, trimmed, empty ones dropped.
-fn members(value: &str) -> impl Iterator<Item = &str> {
+/// outside quoted strings, trimmed, empty ones dropped; at most
+/// [`MAX_ITEMS`], and nothing after the last one read is looked at.
+fn members(value: &str) -> Members<'_> {
+    Members {
+        rest: Some(value),
+        left: MAX_ITEMS,
+    }
+}
+
+struct Members<'a> {
+    /// What follows the last comma cut (None: the value is used up).
+    rest: Option<&'a str>,
+    /// Members still to give.
+    left: usize,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        while self.left > 0 {
+            let (member, rest) = first_member(self.rest?);
+            self.rest = rest;
+            let member = member.trim_matches([' ', '\t']);
+            if !member.is_empty() {
+                self.left -= 1;
+                examined();
+                return Some(member);
+            }
+        }
+        None
+    }
+}
+
+/// `a, b, c` -> (`a`, Some(` b, c`)): the cut at the first comma outside
+/// a quoted string (None after the last member).
+fn first_member(value: &str) -> (&str, Option<&str>) {
     let mut quoted = false;
     let mut escaped = false;
-    let mut start = 0;
-    let mut cuts = Vec::new();
     for (i, b) in value.bytes().enumerate() {
         match b {
             _ if escaped => escaped = false,
             b'\\' if quoted => escaped = true,
             b'"' => quoted = !quoted,
             b',' if !quoted => {
-                cuts.push((start, i));
-                start = i + 1;
+                // `,` is ASCII: both cuts are on char boundaries (checked
+                // anyway, so no panic path is linked).
+                if let (Some(a), Some(b)) = (value.get(..i), value.get(i + 1..)) {
+                    return (a, Some(b));
+                }
             }
             _ => {}
         }
     }
-    cuts.push((start, value.len()));
-    cuts.into_iter()
-        .filter_map(move |(a, b)| value.get(a..b))
-        .map(|m| m.trim_matches([' ', '\t']))
-        .filter(|m| !m.is_empty())
+    (value, None)
+}
+
+/// Counts the items and item pairs looked at, for the test that bounds
+/// the work a header set can cause (nothing outside tests).
+#[inline(always)]
+fn examined() {
+    #[cfg(all(test, not(target_arch = "wasm32")))]
+    tests::EXAMINED.with(|n| n.set(n.get() + 1));
 }
 
 /// `bare;k=v;k2=v2` -> (`bare`, `;k=v;k2=v2`), the cut at the first `;`
@@ -720,6 +770,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    thread_local! {
+        /// Items and item pairs looked at (see `examined`).
+        pub(super) static EXAMINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     /// 2026-01-01T00:00:00Z, the `now` of ky's timestamp cases.
     const NOW: f64 = 1_767_225_600_000.0;
 
@@ -840,6 +895,56 @@ mod tests {
             ]),
             Some(q(0, Some(42_000.0), None, None))
         );
+    }
+
+    /// Issue 27 item 6: items were matched pairwise, so 215 KB of
+    /// `RateLimit` and `RateLimit-Policy` items blocked the page about 1 s
+    /// per response. Now at most 64 items of each are read, and the work
+    /// (items and pairs looked at) is the same for 200 KB as for 64 items.
+    #[test]
+    fn huge_rate_limit_fields_cost_at_most_64_items() {
+        let n = 8000;
+        let mut rl = String::new();
+        let mut policy = String::new();
+        for i in 0..n {
+            // Item 0 is the binding one of the first 64; a later one
+            // (never read) would bind harder.
+            let (r, t) = if i == 0 {
+                (1, 7)
+            } else if i == n - 1 {
+                (0, 99)
+            } else {
+                (50, 1)
+            };
+            rl.push_str(&format!("\"p{i}\";r={r};t={t}, "));
+            policy.push_str(&format!("\"p{i}\";q=100;w=60, "));
+        }
+        assert!(rl.len() + policy.len() > 200_000);
+        let pairs = [
+            ("ratelimit", rl.as_str()),
+            ("ratelimit-policy", policy.as_str()),
+        ];
+        let asked = std::cell::Cell::new(0);
+        EXAMINED.with(|e| e.set(0));
+        let got = read(fields(&pairs, &asked), NOW);
+        let work = EXAMINED.with(|e| e.get());
+        assert!(
+            work <= 2 * MAX_ITEMS + MAX_ITEMS * MAX_ITEMS,
+            "{work} items and pairs looked at for {n} items"
+        );
+        assert_eq!(got, Some(q(1, Some(7000.0), Some(100), Some(60_000.0))));
+        EXAMINED.with(|e| e.set(0));
+        assert_eq!(refusal_wait_ms(fields(&pairs, &asked), NOW), Some(7000.0));
+        assert!(EXAMINED.with(|e| e.get()) <= MAX_ITEMS);
+        // Empty members and the legacy limit field's policies alike.
+        let commas = ",".repeat(200_000);
+        EXAMINED.with(|e| e.set(0));
+        assert_eq!(quota(&[("RateLimit", &commas)]), None);
+        assert_eq!(EXAMINED.with(|e| e.get()), 0);
+        let limits = "10;w=1, ".repeat(20_000);
+        EXAMINED.with(|e| e.set(0));
+        assert_eq!(limit_window_ms(&limits), Some(1000.0));
+        assert!(EXAMINED.with(|e| e.get()) <= MAX_ITEMS);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One round of attempts: the attempt itself and, while it has not
-//! answered, up to `hedge.max` hedges (`hedge: { afterMs, max }`).
+//! answered, hedges (`hedge: { afterMs, max }`: `max` over the whole call,
+//! every hedge an attempt toward `maxAttempts`).
 //!
 //! Why hedge: a slow answer is often one slow server or connection, and a
 //! second attempt sent after the usual answer time (a fixed `afterMs`, or
@@ -8,12 +9,14 @@
 //! spent), goes out only while the breaker is closed, only for calls that
 //! may be replayed (a method in `retry.methods` or an idempotency key), only
 //! into a concurrency slot that is free at once (never queued), never past a
-//! Retry-After hold or a rate limit's spacing, and only within the
-//! deadline. The first attempt to answer in a way no other could improve
-//! on (a success, a status that is no failure, a parse error) wins, and the
-//! others are aborted through their AbortControllers; a failure while
-//! another attempt is still out is a breaker sample, and the round waits
-//! for the rest. Tested in `tests/browser.rs` (`hedge_*`).
+//! Retry-After hold or a rate limit's spacing, never after a leg was
+//! refused with a wait (that wait then holds every call of the key), and
+//! only within the deadline. The first attempt to answer in a way no other
+//! could improve on (a success, a status that is no failure, a parse error)
+//! wins, and the others are aborted through their AbortControllers; a
+//! failure while another attempt is still out is a breaker sample, and the
+//! round waits for the rest. Tested in `src/policy/guard.rs` (`hedge*`),
+//! `tests/browser.rs` (`hedge_*`) and `tests/e2e/hedge.test.mjs`.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -22,7 +25,7 @@ use std::task::Poll;
 use super::call::Call;
 use super::engine::Engine;
 use super::fetch::{self, AttemptEnd, Decided};
-use super::host::{now_ms, rand01};
+use super::host::{epoch_ms, now_ms, rand01};
 use super::runtime::{sleep, Stop};
 use crate::policy::guard::{Attempt, CallState};
 use crate::policy::ratelimit::Quota;
@@ -39,9 +42,10 @@ impl Engine {
     /// it the policy core allows; ends with the attempt that decides.
     pub async fn round(&self, call: &Call, c: &mut CallState<'_>, first: Attempt) -> Decided {
         let mut live = vec![self.launch(call, first, false)];
-        let mut left = call.spec.cfg.hedge.map_or(0, |h| h.max);
+        // Until the core refuses one (its count is over the whole call).
+        let mut hedging = call.spec.cfg.hedge.is_some();
         loop {
-            let due = if left > 0 {
+            let due = if hedging {
                 let last = live
                     .iter()
                     .map(|s| s.send.started_ms)
@@ -68,10 +72,9 @@ impl Engine {
             })
             .await;
             let Some((i, (end, quota))) = ended_at else {
-                left -= 1;
                 match self.decide(&call.request_id, |g| g.hedge(c, now_ms(), rand01())) {
                     Some(send) => live.push(self.launch(call, send, true)),
-                    None => left = 0,
+                    None => hedging = false,
                 }
                 continue;
             };
@@ -108,6 +111,7 @@ impl Engine {
                     &end.as_ended(false),
                     quota.as_ref(),
                     now,
+                    epoch_ms(),
                 )
             });
         }

@@ -4,6 +4,8 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::policy::clock::Clock;
+
 #[wasm_bindgen]
 extern "C" {
     /// The host's `navigator`, for its `onLine` flag.
@@ -72,8 +74,10 @@ extern "C" {
     #[wasm_bindgen(js_name = clearTimeout)]
     pub fn clear_timeout(id: &JsValue);
 
-    #[wasm_bindgen(js_namespace = performance, js_name = now)]
-    fn performance_now() -> f64;
+    /// Read at every call (a stub installed later is what is read); a
+    /// stub that throws reads as no number.
+    #[wasm_bindgen(js_namespace = performance, js_name = now, catch)]
+    fn performance_now() -> Result<f64, JsValue>;
 
     /// Chrome 116, Firefox 124, Safari 17.4, Node 20.3; absent in older hosts.
     #[wasm_bindgen(js_namespace = AbortSignal, js_name = any, catch)]
@@ -135,9 +139,35 @@ pub fn quiet(p: &JsValue) {
     }
 }
 
+thread_local! {
+    static CLOCK: std::cell::Cell<Clock> = const { std::cell::Cell::new(Clock::new()) };
+}
+
+/// The clock, changed by `f`: what `f` gives.
+fn clock(f: impl FnOnce(&mut Clock) -> f64) -> f64 {
+    CLOCK.with(|cell| {
+        let mut c = cell.get();
+        let t = f(&mut c);
+        cell.set(c);
+        t
+    })
+}
+
 /// Monotonic clock in milliseconds: the only clock the engine reads.
+/// `performance.now()`, never stepping back, and moved on by fired timers
+/// when it stands still (see `policy::clock`). Out of line: read in dozens
+/// of places.
+#[inline(never)]
 pub fn now_ms() -> f64 {
-    performance_now()
+    let host = performance_now().unwrap_or(f64::NAN);
+    clock(|c| c.read(host))
+}
+
+/// A host timer set at `set_at` (by [`now_ms`]) for `due` has fired: the
+/// time now, at least `due` when the host's clock stood still.
+pub fn timer_fired(set_at: f64, due: f64) -> f64 {
+    now_ms();
+    clock(|c| c.timer_fired(set_at, due))
 }
 
 /// Wall clock, for Retry-After dates and cache ages.

@@ -21,6 +21,7 @@ use super::options::{
 };
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
 use crate::policy::guard::Spec;
+use crate::policy::key;
 use crate::policy::options::{CallConfig, OptionsError};
 use crate::text::{cat, decimal, split_http_href};
 
@@ -251,9 +252,12 @@ impl Builder {
             header_idempotency_key("headers", k)?;
         }
         let has_key = common.idem.is_some() || header_key.is_some();
-        let breaker_key = common
-            .breaker_key
-            .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
+        // Outlives the call (breaker, holds, latencies): bounded.
+        let breaker_key = key::bounded(
+            common
+                .breaker_key
+                .unwrap_or_else(|| cat(&[&method, " ", &endpoint])),
+        );
         let call = Call {
             request_id: cat(&[&self.tag, "-", &decimal(engine.next_id())]),
             url: href,

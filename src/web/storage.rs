@@ -10,9 +10,10 @@
 //! which `schema()` reports as a `'storage'` event.
 //!
 //! With working LocalStorage there is no second copy in memory, so clearing
-//! storage really clears the cache. Only `prefix + cacheKey` is ever read or
-//! written: no iteration, no `clear()`, so entries under another prefix are
-//! never touched.
+//! storage really clears the cache. Only `prefix + cacheKey` (a cacheKey
+//! over 2048 characters as its digest) is ever read or written: no
+//! iteration, no `clear()`, so entries under another prefix are never
+//! touched.
 //!
 //! An entry is `JSON.stringify({ v: version, t: savedAtEpochMs, data })` in
 //! both places. The memory copy is kept serialized too, so every read is a
@@ -30,6 +31,7 @@ use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
 use super::host::{epoch_ms, json_parse};
+use crate::policy::key;
 use crate::policy::options::StorageConfig;
 use crate::text::cat;
 
@@ -118,6 +120,13 @@ impl Store {
         }
     }
 
+    /// Where the copy of `key` is kept: `prefix + cacheKey`, a key longer
+    /// than 2048 characters as its digest (`policy::key`), so a megabyte
+    /// key costs neither memory nor the origin's storage quota.
+    fn full_key(&self, key: &str) -> String {
+        cat(&[&self.prefix, &key::bounded(key.to_owned())])
+    }
+
     /// LocalStorage if the host has it and lets us in, else memory.
     fn slot(&self, faults: &mut Vec<Fault>) -> Slot {
         if !self.local {
@@ -142,7 +151,7 @@ impl Store {
         max_age_ms: Option<f64>,
         faults: &mut Vec<Fault>,
     ) -> Option<Cached> {
-        let full = cat(&[&self.prefix, key]);
+        let full = self.full_key(key);
         let text = match self.slot(faults) {
             Slot::Local(s) => match s.get_item(&full) {
                 Ok(v) => v.dyn_into::<JsString>().ok()?,
@@ -201,7 +210,7 @@ impl Store {
                 return;
             }
         };
-        let full = cat(&[&self.prefix, key]);
+        let full = self.full_key(key);
         match self.slot(faults) {
             // The size limit guards the origin's LocalStorage quota; memory
             // is bounded by its count of copies.

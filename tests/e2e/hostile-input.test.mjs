@@ -266,3 +266,57 @@ test('peer messages: 256 cooldowns from another tab leave room for this client\'
   tab.close();
   client.close();
 });
+
+// Issue 27 item 8: keys the app passes were kept whole: 300 distinct 1 MB
+// keys added 302 MB of wasm memory that never came back, and at 1000 x 4 MB
+// breakers() trapped. A key over 2048 characters is kept as a readable
+// prefix and its SHA-256. The backend is a stand-in for the global fetch
+// (Node's fetch and the fault server refuse megabyte URLs).
+test('keys over 2048 characters: 400 distinct 1 MB keys add little wasm memory, and a long key names one breaker', async (t) => {
+  const answer = (input) => (String(input.url ?? input).endsWith('/doc')
+    ? new Response('{"doc":1}', { headers: { 'content-type': 'application/json' } })
+    : new Response('{}', { status: 503 }));
+  const client = await createClient({
+    retry: false, crossTab: false, storage: false,
+    breaker: { consecutiveFailures: 2, openMs: 60000, maxOpenMs: 60000 },
+  });
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (input) => answer(input);
+  t.after(() => { globalThis.fetch = realFetch; });
+  const wasm = initSync({ module: new Uint8Array(0) }); // already instantiated: its exports
+  const mb = 'k'.repeat(1 << 20);
+  const origin = 'http://127.0.0.1:1';
+  // Warm-up: the transient copies of one call with a 1 MB key.
+  await client.request(`${origin}/x`, { breakerKey: `${mb}warm` }).catch(() => {});
+  await client.request(`${origin}/${mb}warm`).catch(() => {});
+  await client.schema(`${origin}/doc`, { cacheKey: `${mb}warm` });
+  const before = wasm.memory.buffer.byteLength;
+  for (let i = 0; i < 300; i++) await client.request(`${origin}/x`, { breakerKey: `${mb}${i}` }).catch(() => {});
+  for (let i = 0; i < 50; i++) await client.request(`${origin}/${mb}${i}`).catch(() => {});
+  for (let i = 0; i < 50; i++) {
+    const r = await client.schema(`${origin}/doc`, { cacheKey: `${mb}${i}` });
+    assert.equal(r.source, 'network');
+  }
+  const after = wasm.memory.buffer.byteLength;
+  console.log(`400 distinct 1 MB keys: wasm memory ${before} -> ${after} bytes`);
+  assert.ok(after - before < 16 << 20, `wasm memory grew by ${after - before} bytes (302 MB before the fix)`);
+  const snap = client.breakers();
+  assert.equal(snap.length, 300 + 50 + 2 + 1, 'one breaker per distinct key');
+  for (const b of snap) assert.ok(b.key.length <= 2048, `a key of ${b.key.length} characters`);
+  const long = snap.filter((b) => b.key.includes('…sha256:'));
+  assert.equal(long.length, 352);
+  assert.ok(long.every((b) => /^(GET http:\/\/127\.0\.0\.1:1\/)?k+…sha256:[0-9a-f]{64}$/.test(b.key)), long[0].key);
+  // The same long key is the same breaker: a second failure opens it.
+  const e = await client.request(`${origin}/x`, { breakerKey: `${mb}7` }).catch((x) => x);
+  assert.equal(e.name, 'HttpError');
+  const open = await client.request(`${origin}/y`, { breakerKey: `${mb}7` }).catch((x) => x);
+  assert.ok(open instanceof CircuitOpenError, `${open?.name}`);
+  assert.equal(open.key, snap.find((b) => b.key === open.key)?.key);
+  assert.ok(open.key.startsWith('kkkk') && open.key.length < 200);
+  // A cached copy is found again under its long key.
+  const cached = await client.schema(`${origin}/doc-down`, { cacheKey: `${mb}49` });
+  assert.equal(cached.source, 'cache');
+  assert.deepEqual(cached.data, { doc: 1 });
+  globalThis.fetch = realFetch;
+  client.close();
+});

@@ -209,3 +209,45 @@ test('50 calls sharing one signal add one listener to it: no MaxListenersExceede
     process.off('warning', onWarning);
   }
 });
+
+// Issue 27 item 7: with performance.now frozen or running backwards (test
+// stubs do this), a call to a backend that never answers never ended: its
+// attempt's alarm re-armed itself and never found itself due. Timeouts and
+// deadlines fire on the host's timers whatever performance.now says.
+test('performance.now frozen, running backwards or throwing: a call to /hang still ends by its timeout and deadline', async () => {
+  const stubs = {
+    // Node's own fetch (and this file's fault server) read performance.now
+    // too, and would throw: this one's backend is a fetch stand-in that
+    // never answers, and it runs first, before the server has any socket
+    // whose closing it would time.
+    throwing: () => () => { throw new Error('no clock'); },
+    frozen: () => () => 1234.5,
+    backwards: () => { let t = 1e6; return () => (t -= 1); },
+  };
+  for (const [name, make] of Object.entries(stubs)) {
+    const client = await createClient({ breaker: false, crossTab: false, budget: false });
+    const calls = [];
+    if (name === 'throwing') globalThis.fetch = () => new Promise(() => {});
+    performance.now = make();
+    try {
+      const t0 = Date.now();
+      const hung = new Promise((r) => setTimeout(() => r({ hung: true }), 8000).unref());
+      const result = await Promise.race([
+        settled(client.request(`${server.url}/hang?id=clock-${name}`, { timeoutMs: 300, deadlineMs: 1000 })),
+        hung,
+      ]);
+      calls.push(Date.now() - t0);
+      assert.ok(!result.hung, `${name}: the call had not ended after 8 s`);
+      assert.equal(result.e?.name, 'TimeoutError', `${name}: ${result.e?.name} ${result.e?.message}`);
+      // Deadline 1000 ms, plus a generous margin for a busy machine.
+      assert.ok(calls[0] < 2500, `${name}: ended after ${calls[0]} ms`);
+      const attempts = name === 'throwing' ? client.stats().attempts : await count(`clock-${name}`);
+      assert.ok(attempts >= 1 && attempts <= 3, `${name}: ${attempts} attempts`);
+    } finally {
+      delete performance.now;
+      globalThis.fetch = realFetch;
+      client.close();
+    }
+    console.log(`performance.now ${name}: the call ended after ${calls[0]} ms`);
+  }
+});

@@ -18,18 +18,28 @@ impl Guard {
     }
 
     /// A hedge leg failed while another attempt is still out: a breaker
-    /// sample, and what its answer said of the quota.
+    /// sample, what its answer said of the quota, and a refusal's wait (a
+    /// 429/503 with Retry-After or a rate-limit reset: no more hedges, and
+    /// every call of the key held, as when the round's last attempt gets
+    /// it).
+    #[allow(clippy::too_many_arguments)]
     pub fn leg_failed(
         &mut self,
-        c: &CallState,
+        c: &mut CallState,
         permit: Option<Permit>,
         end: &Ended,
         quota: Option<&Quota>,
         now: f64,
+        epoch: f64,
     ) {
         let outcome = match *end {
-            Ended::Status { status, .. } => {
+            Ended::Status {
+                status,
+                retry_after,
+                reset_ms,
+            } => {
                 self.observe_quota(c, quota, now);
+                self.refused(c, status, retry_after, reset_ms, now, epoch);
                 Outcome::Status(status)
             }
             Ended::Timeout => {
@@ -85,22 +95,8 @@ impl Guard {
                 retry_after,
                 reset_ms,
             } => {
-                // A Retry-After present decides, even malformed; without one,
-                // the rate-limit reset (ky's reading).
-                let wait = match retry_after {
-                    _ if !(status == 429 || status == 503) => None,
-                    Some(v) => parse_retry_after(v, epoch),
-                    None => reset_ms,
-                };
-                // The other calls (and tabs) are held by the client's own
-                // settings: its cap, whatever this call's retry options.
-                if let Some(w) = wait.filter(|_| self.hold_retry_after) {
-                    self.hold(c, w.min(self.hold_cap), now);
-                }
-                (
-                    Outcome::Status(status),
-                    wait.filter(|_| c.retry.retry_after),
-                )
+                let ra = self.refused(c, status, retry_after, reset_ms, now, epoch);
+                (Outcome::Status(status), ra)
             }
         };
         // A request that failed because the device went offline says
@@ -129,6 +125,37 @@ impl Guard {
             }
             Err(denied) => Verdict::Fail { denied },
         }
+    }
+
+    /// A 429/503 that asks for a wait: the call sends no more hedges, and
+    /// the wait (Retry-After present decides, even malformed; without one,
+    /// the rate-limit reset, ky's reading) holds the other calls of its key
+    /// and credentials (and the other tabs) for at most the client's own
+    /// cap, whatever this call's retry options. It is returned for planning
+    /// this call's retry when the call honours Retry-After.
+    fn refused(
+        &mut self,
+        c: &mut CallState,
+        status: u16,
+        retry_after: Option<&str>,
+        reset_ms: Option<f64>,
+        now: f64,
+        epoch: f64,
+    ) -> Option<f64> {
+        if status != 429 && status != 503 {
+            return None;
+        }
+        if retry_after.is_some() || reset_ms.is_some() {
+            c.hedges_stopped = true;
+        }
+        let wait = match retry_after {
+            Some(v) => parse_retry_after(v, epoch),
+            None => reset_ms,
+        };
+        if let Some(w) = wait.filter(|_| self.hold_retry_after) {
+            self.hold(c, w.min(self.hold_cap), now);
+        }
+        wait.filter(|_| c.retry.retry_after)
     }
 
     /// A call ended in failure.

@@ -8,7 +8,7 @@ use wasm_bindgen::JsCast;
 use super::gate::clamp_ms;
 use super::stop::Stop;
 use crate::web::convert::get;
-use crate::web::host::{clear_timeout, now_ms, set_timeout};
+use crate::web::host::{clear_timeout, now_ms, set_timeout, timer_fired};
 
 /// What a due alarm does.
 enum Action {
@@ -37,8 +37,8 @@ struct Due {
 struct Alarms {
     next_id: u64,
     due: Vec<Due>,
-    /// The host timer's id and its time.
-    armed: Option<(JsValue, f64)>,
+    /// The host timer's id, its time, and when it was set.
+    armed: Option<(JsValue, f64, f64)>,
 }
 
 thread_local! {
@@ -49,7 +49,7 @@ thread_local! {
 impl Alarms {
     /// Arms the host timer for `at` unless it is armed for no later.
     fn arm(&mut self, at: f64, now: f64) {
-        if let Some((id, t)) = &self.armed {
+        if let Some((id, t, _)) = &self.armed {
             if *t <= at {
                 return;
             }
@@ -59,15 +59,19 @@ impl Alarms {
         if let Ok(unref) = get(&id, "unref").and_then(|f| f.dyn_into::<js_sys::Function>()) {
             let _ = unref.call0(&id);
         }
-        self.armed = Some((id, at));
+        self.armed = Some((id, at, now));
     }
 }
 
 fn fire_alarms() {
-    let now = now_ms();
     let expired: Vec<Due> = ALARMS.with(|a| {
         let mut a = a.borrow_mut();
-        a.armed = None;
+        // The host waited for the time it was armed for: evidence for the
+        // clock when `performance.now` stands still.
+        let now = match a.armed.take() {
+            Some((_, at, set_at)) => timer_fired(set_at, at),
+            None => now_ms(),
+        };
         let (expired, pending) = std::mem::take(&mut a.due)
             .into_iter()
             .partition(|d| d.at <= now);

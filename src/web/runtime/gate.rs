@@ -8,6 +8,8 @@ use std::task::{Context, Poll, Waker};
 
 use gloo_timers::callback::Timeout;
 
+use crate::web::host::{now_ms, timer_fired};
+
 /// Why a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
@@ -74,12 +76,18 @@ impl Gate {
 
     /// The one timed wait: ends when the gate opens, or with
     /// [`Wake::Timer`] after `ms` when given. The timer is armed now, and
-    /// cleared when the wait is dropped, whether it ended or not.
+    /// cleared when the wait is dropped, whether it ended or not. Its
+    /// firing tells the clock that `ms` have passed.
     pub fn wait_at_most(&self, ms: Option<f64>) -> Timed {
         Timed {
             _timer: ms.map(|ms| {
                 let g = self.clone();
-                Timeout::new(clamp_ms(ms), move || g.open(Wake::Timer))
+                let ms = clamp_ms(ms);
+                let set_at = now_ms();
+                Timeout::new(ms, move || {
+                    timer_fired(set_at, set_at + f64::from(ms));
+                    g.open(Wake::Timer)
+                })
             }),
             wait: self.wait(),
         }

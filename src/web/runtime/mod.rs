@@ -28,6 +28,11 @@
 //!   alarm due before the armed time, so each alarm fires at its own time.
 //!   (Alarms found due at the same firing, the page busy past several,
 //!   run in the order they were set.) Proven by `alarms_fire_in_time_order`.
+//! * **Timers fire whatever `performance.now` says**: a fired host timer
+//!   moves the engine's clock on to its time when `performance.now` stands
+//!   still, runs backwards or throws (`policy::clock`), so an alarm is due
+//!   when its host timer fires. Proven by
+//!   `timers_fire_with_performance_now_frozen_or_running_backwards`.
 //! * **A gate opens once**: the first `open` wins and decides the [`Wake`]
 //!   its waiter sees. Proven by `gate_first_open_wins`.
 //!
