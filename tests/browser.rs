@@ -659,9 +659,16 @@ async fn a_probe_lease_far_in_the_future_is_ignored() {
     let opts = r#"{"breakerKey": "svc"}"#;
     let opened = request(&client, &url("/status/503", &id), opts).await;
     sleep(150).await;
-    // Another tab's lease, 10 s ahead: its probe decides, this tab stays out.
+    // Another tab's lease, 10 s ahead: its probe decides, and this tab's
+    // call waits for it (API.md, revised 2026-12-02; it was refused at
+    // once before), here until its own deadline.
     set_lease(now() + 10_000.0).unwrap();
-    let held = request(&client, &url("/echo", &id), opts).await;
+    let held = request(
+        &client,
+        &url("/echo", &id),
+        r#"{"breakerKey": "svc", "deadlineMs": 300}"#,
+    )
+    .await;
     // A lease a year ahead holds nothing: this tab probes, and the backend is fine.
     set_lease(now() + 365.0 * 86_400_000.0).unwrap();
     let mut after = Vec::new();
@@ -672,8 +679,8 @@ async fn a_probe_lease_far_in_the_future_is_ignored() {
     restore.call0(&JsValue::NULL).unwrap();
     assert_eq!(name(&opened.unwrap_err()), "HttpError");
     let held = held.unwrap_err();
-    assert_eq!(name(&held), "CircuitOpenError");
-    assert_eq!(get(&held, "retryInMs").as_f64(), Some(0.0));
+    assert_eq!(name(&held), "TimeoutError");
+    assert_eq!(get(&held, "phase").as_string().unwrap(), "deadline");
     let ok = after.iter().filter(|r| r.is_ok()).count();
     assert_eq!(ok, 10, "{ok} of 10 calls went through after a forged lease");
     assert!(left.unwrap().is_null(), "the probe's own lease is removed");
@@ -681,6 +688,74 @@ async fn a_probe_lease_far_in_the_future_is_ignored() {
     assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
     // One 503 and ten good calls reached the server; the held call sent nothing.
     assert_eq!(server_log(&id).await.length(), 11);
+}
+
+/// Issue 26, item 1, across tabs without Web Locks: a call that finds
+/// another tab's probe lease waits for it; when that tab lets go with no
+/// news (its probe decided nothing, or the tab closed), this tab probes,
+/// long before the lease would have run out. Storage that refuses the
+/// lease's write coordinates nothing: the probe goes out, as without
+/// storage (it was refused at once before, as if another tab held it).
+#[wasm_bindgen_test]
+async fn a_call_waits_for_another_tabs_probe_lease_to_end() {
+    let hide = js_sys::Function::new_no_args(
+        "Object.defineProperty(navigator, 'locks', { value: undefined, configurable: true }); \
+         return () => { delete navigator.locks; };",
+    );
+    let restore: js_sys::Function = hide.call0(&JsValue::NULL).unwrap().unchecked_into();
+    let id = test_id("lease-end");
+    let client = Client::new(obj(&format!(
+        r#"{{"retry": false, "storage": {{"prefix": "{id}:"}},
+            "breaker": {{"consecutiveFailures": 1, "openMs": 100, "maxOpenMs": 100}}}}"#
+    )))
+    .unwrap();
+    let lease = JsValue::from_str(&format!("{id}:probe:svc"));
+    let storage = js_sys::Function::new_with_args(
+        "k, until",
+        "if (until === undefined) localStorage.removeItem(k); else localStorage.setItem(k, String(until));",
+    );
+    let opts = r#"{"breakerKey": "svc"}"#;
+    let opened = request(&client, &url("/status/503", &id), opts).await;
+    sleep(150).await;
+    storage
+        .call2(&JsValue::NULL, &lease, &(now() + 10_000.0).into())
+        .unwrap();
+    let t0 = now();
+    let waiting =
+        JsFuture::from(client.request(JsValue::from_str(&url("/echo?n=1", &id)), obj(opts)));
+    sleep(300).await;
+    let sent_while_held = server_log(&id).await.length();
+    storage
+        .call2(&JsValue::NULL, &lease, &JsValue::UNDEFINED)
+        .unwrap();
+    let waited = waiting.await;
+    let took = now() - t0;
+    // Open again, then a storage whose writes throw: the probe goes out.
+    let _ = request(&client, &url("/status/503", &id), opts).await;
+    sleep(150).await;
+    let refuse = js_sys::Function::new_no_args(
+        "const set = Storage.prototype.setItem; \
+         Storage.prototype.setItem = () => { throw new DOMException('full', 'QuotaExceededError'); }; \
+         return () => { Storage.prototype.setItem = set; };",
+    );
+    let unrefuse: js_sys::Function = refuse.call0(&JsValue::NULL).unwrap().unchecked_into();
+    let unlocked = request(
+        &client,
+        &url("/echo?n=2", &id),
+        r#"{"breakerKey": "svc", "deadlineMs": 2000}"#,
+    )
+    .await;
+    unrefuse.call0(&JsValue::NULL).unwrap();
+    restore.call0(&JsValue::NULL).unwrap();
+    assert_eq!(name(&opened.unwrap_err()), "HttpError");
+    assert_eq!(sent_while_held, 1, "nothing sent while the lease was held");
+    waited.unwrap();
+    assert!(
+        took < 5000.0,
+        "went {took} ms after the lease ended, not at its end"
+    );
+    unlocked.unwrap();
+    assert_eq!(arrivals(&id).await, ["", "1", "", "2"]);
 }
 
 /// Issue 14 item 6: `fetch(url, init)` reads `init` as the browser's fetch

@@ -27,6 +27,16 @@ pub(super) enum Halt {
     OutOfTime,
 }
 
+/// What a call holding a half-open probe permit does after asking for
+/// the cross-tab probe lock (see `probe.rs`).
+pub(super) enum Probed {
+    /// Send the probe, holding the lock if there is one.
+    Go(Option<ProbeLock>),
+    /// Another tab's probe decided the key (or a probe permit came back
+    /// here): give the permit back and ask again.
+    Again,
+}
+
 impl From<CallError> for Halt {
     fn from(e: CallError) -> Halt {
         Halt::Error(e)
@@ -171,7 +181,7 @@ impl Engine {
     /// Asks the policy core until it lets the call go (with its breaker
     /// permit, and the probe lock a half-open probe holds), waiting as it
     /// says: for the host to come online, out a hold, or for a half-open
-    /// probe's outcome.
+    /// probe's outcome (here or in another tab).
     async fn admission(
         &self,
         call: &Call,
@@ -186,7 +196,9 @@ impl Engine {
             });
             match admission {
                 Admission::Go(permit) => match self.probe_lock(call, c, permit).await {
-                    Ok(lock) => return Ok((permit, lock)),
+                    Ok(Probed::Go(lock)) => return Ok((permit, lock)),
+                    // Another tab's probe decided: give the permit back, ask again.
+                    Ok(Probed::Again) => self.give_back(call, c, permit),
                     Err(halt) => {
                         self.give_back(call, c, permit);
                         return Err(halt);
