@@ -2,6 +2,7 @@
 // npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory,hedge,ratelimit] [-- --report-only]
 //   storm filters, for short runs while developing (they write to results/dev/):
 //   [-- --scenarios=outage,brownout] [-- --lengths=3,10,60] [-- --profiles=steady,page-load] [-- --strategies=none,stormguard]
+//   (--strategies may name a variant the plan does not run there: it runs in extra batches; see storm.mjs filterPlan)
 //
 // Runs every benchmark side by side with raw fetch, ky and cockatiel (and
 // ofetch/axios for size and start-up), writes results/*.json, RESULTS.md with

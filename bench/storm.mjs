@@ -72,6 +72,10 @@ export function stormConfig(quick) {
  */
 export const VARIANTS = {
   'stormguard-minRetries1': { budget: { minRetries: 1 } },
+  // issue 26: no retry at all until the budget's ratio earns one (a page load's burst retries nothing)
+  'stormguard-minRetries0': { budget: { minRetries: 0 } },
+  // issue 26: client-side throttling instead of the open / half-open / closed circuit
+  'stormguard-adaptive': { breaker: { mode: 'adaptive' } },
   'stormguard-consecutive1': { breaker: { consecutiveFailures: 1 } },
   'stormguard-consecutive5': { breaker: { consecutiveFailures: 5 } },
   'stormguard-maxOpen8000': { breaker: { maxOpenMs: 8000 } },
@@ -90,6 +94,8 @@ const VARIANT_CALLS = { 'stormguard-originKey': { breakerKey: 'origin' } };
 /** Which default each variant changes, and its default value (for the sensitivity table). */
 export const VARIANT_OF = {
   'stormguard-minRetries1': ['budget.minRetries', '3', '1'],
+  'stormguard-minRetries0': ['budget.minRetries', '3', '0'],
+  'stormguard-adaptive': ['breaker.mode', "'binary'", "'adaptive'"],
   'stormguard-consecutive1': ['breaker.consecutiveFailures', '3', '1'],
   'stormguard-consecutive5': ['breaker.consecutiveFailures', '3', '5'],
   'stormguard-maxOpen8000': ['breaker.maxOpenMs', '2000', '8000'],
@@ -137,6 +143,10 @@ export function defaultPlan(quick) {
 
 /** A strategy name, or `label=stormguard{json options}` for a stormguard variant. */
 export function parseStrategy(spec) {
+  const known = [...STORM_STRATEGIES, ...Object.keys(VARIANTS), SCHEMA_VARIANT];
+  if (!known.includes(spec) && !/^[\w.+-]+=stormguard(\{.*\})?$/.test(spec)) {
+    throw new Error(`unknown storm strategy ${spec}; strategies: ${known.join(', ')}, or label=stormguard{json options}`);
+  }
   const m = /^([\w.+-]+)=(\w+)(\{.*\})?$/.exec(spec);
   if (m) return { label: m[1], factory: m[2], options: m[3] ? JSON.parse(m[3]) : {} };
   if (VARIANTS[spec]) return { label: spec, factory: 'stormguard', options: VARIANTS[spec], call: VARIANT_CALLS[spec] };
@@ -210,17 +220,38 @@ export function batchConfig(base, { faultMs, profile }) {
 }
 
 /**
+ * The batches of `plan` at the lengths and profiles of `filter`, keeping the strategies it names. A
+ * named strategy that the plan does not run at a chosen length and profile (a variant of VARIANTS, or
+ * `label=stormguard{json}`) runs there too, in extra batches of at most five: `--lengths=10
+ * --profiles=page-load --strategies=none,stormguard,stormguard-adaptive` compares any variant with the
+ * defaults at one fault length.
+ */
+export function filterPlan(plan, filter = {}) {
+  for (const s of filter.strategies ?? []) parseStrategy(s);
+  const here = plan
+    .filter((b) => !filter.lengths || filter.lengths.includes(b.faultMs))
+    .filter((b) => !filter.profiles || filter.profiles.includes(b.profile));
+  const out = here
+    .map((b) => ({ ...b, strategies: b.strategies.filter((s) => !filter.strategies || filter.strategies.includes(s)) }))
+    .filter((b) => b.strategies.length);
+  if (!filter.strategies) return out;
+  const cases = [...new Map(here.map((b) => [`${b.faultMs}/${b.profile}`, b])).values()];
+  for (const { faultMs, profile } of cases) {
+    const ran = new Set(here.filter((b) => b.faultMs === faultMs && b.profile === profile).flatMap((b) => b.strategies));
+    const extra = filter.strategies.filter((s) => !ran.has(s));
+    for (let i = 0; i < extra.length; i += 5) out.push({ faultMs, profile, strategies: extra.slice(i, i + 5) });
+  }
+  return out;
+}
+
+/**
  * @param {{ quick: boolean, plan?: object[], scenarios?: string[], filter?: { lengths?: number[], profiles?: string[],
  *   strategies?: string[] }, log?: Function }} o
  */
 export async function runStorm({ quick, plan = defaultPlan(quick), scenarios, filter = {}, overrides = {}, log = console.log }) {
   const base = { ...stormConfig(quick), ...overrides };
   const chosen = SCENARIOS.filter((s) => !scenarios || scenarios.includes(s.name));
-  plan = plan
-    .filter((b) => !filter.lengths || filter.lengths.includes(b.faultMs))
-    .filter((b) => !filter.profiles || filter.profiles.includes(b.profile))
-    .map((b) => ({ ...b, strategies: b.strategies.filter((s) => !filter.strategies || filter.strategies.includes(s)) }))
-    .filter((b) => b.strategies.length);
+  plan = filterPlan(plan, filter);
   const runs = [];
   const failed = [];
   const configs = {};

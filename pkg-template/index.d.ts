@@ -54,7 +54,11 @@ export interface BreakerOptions {
    * max(2000, openMs).
    */
   maxOpenMs?: number;
-  /** Concurrent probe calls allowed when half-open; default 1. */
+  /**
+   * Concurrent probe calls allowed when half-open; default 1. While they are out, the other calls
+   * to the key wait for their outcome (within their deadline, abortable, in order): after a success
+   * they go, after a failure they reject with CircuitOpenError without sending.
+   */
   halfOpenProbes?: number;
   /**
    * 'binary' (default): the open / half-open / closed circuit above.
@@ -137,7 +141,8 @@ export interface ClientOptions {
   /**
    * Share breaker transitions, Retry-After cooldowns and spent rate-limit quotas with the other tabs
    * of this origin and storage prefix over BroadcastChannel, and let only
-   * one tab send a half-open probe (Web Locks, else a LocalStorage lease).
+   * one tab send a half-open probe (Web Locks, else a LocalStorage lease): the other tabs' calls
+   * to that key wait for its outcome, within their deadline.
    * Clients in one page do not share (they model separate browsers).
    * Default true where BroadcastChannel exists.
    */

@@ -427,6 +427,9 @@ async fn breaker_opens_then_probes_then_closes() {
     let half_open = transitions.get(1);
     assert_eq!(get(&half_open, "to").as_string().unwrap(), "half-open");
     assert_eq!(get(&half_open, "requestId").as_string().unwrap(), "");
+    // Half-open lets exactly one probe through; the others wait for it
+    // (API.md, revised 2026-12-02: they were rejected before) and go once
+    // the good probe has closed the breaker.
     let probe_id = test_id("breaker-probe");
     let calls: Vec<JsFuture> = (0..3)
         .map(|i| {
@@ -434,25 +437,15 @@ async fn breaker_opens_then_probes_then_closes() {
             JsFuture::from(client.request(JsValue::from_str(&u), obj(opts)))
         })
         .collect();
-    let mut ok = 0;
-    let mut open = 0;
     for c in calls {
-        match c.await {
-            Ok(_) => ok += 1,
-            Err(e) if name(&e) == "CircuitOpenError" => open += 1,
-            Err(e) => panic!("unexpected {}", name(&e)),
-        }
+        c.await.unwrap();
     }
-    assert_eq!(
-        (ok, open),
-        (1, 2),
-        "half-open lets exactly one probe through"
-    );
-    assert_eq!(server_log(&probe_id).await.length(), 1);
-    // The good probe closed it.
-    request(&client, &url("/delay?ms=1", &probe_id), opts)
-        .await
-        .unwrap();
+    let log = server_log(&probe_id).await;
+    assert_eq!(log.length(), 3);
+    let probe_done = num(&log.get(0), "finishedAt");
+    for e in log.iter().skip(1) {
+        assert!(num(&e, "t") >= probe_done, "sent while the probe was out");
+    }
     let snap = client.breakers().get(0);
     assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
     // closed -> open (caused by a call), open -> half-open (caused by time:
@@ -479,6 +472,134 @@ async fn breaker_opens_then_probes_then_closes() {
             expect("half-open", "closed", false)
         ]
     );
+}
+
+/// A client whose breaker for `key` opens after one failure and is
+/// half-open 150 ms later; opened against `/status/503` of `id`.
+async fn half_open_client(id: &str, key: &str, extra: &str) -> Client {
+    let client = Client::new(obj(&format!(
+        r#"{{"retry": false, {extra} "breaker": {{"consecutiveFailures": 1, "openMs": 150}}}}"#
+    )))
+    .unwrap();
+    let opened = request(&client, &url("/status/503", id), &breaker_key(key)).await;
+    assert_eq!(name(&opened.unwrap_err()), "HttpError");
+    sleep(200).await;
+    let snap = client.breakers().get(0);
+    assert_eq!(get(&snap, "state").as_string().unwrap(), "half-open");
+    client
+}
+
+fn breaker_key(key: &str) -> String {
+    format!(r#"{{"breakerKey": "{key}"}}"#)
+}
+
+/// `request(url)` of `path` (logged under `id`), with `n` in its query so
+/// each call is its own URL (no dedupe) and the log says which it was.
+fn call_n(client: &Client, path: &str, n: u32, id: &str, options: &str) -> JsFuture {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    let u = url(&format!("{path}{sep}n={n}"), id);
+    JsFuture::from(client.request(JsValue::from_str(&u), obj(options)))
+}
+
+/// The `n` of each request the server saw for `id`, in arrival order.
+async fn arrivals(id: &str) -> Vec<String> {
+    server_log(id)
+        .await
+        .iter()
+        .map(|e| get(&get(&e, "query"), "n").as_string().unwrap_or_default())
+        .collect()
+}
+
+/// Issue 26, item 1: while the half-open probe is out, the other calls to
+/// its key wait for it; after a good probe they go, in the order they came
+/// (one slot: the concurrency limit still applies).
+#[wasm_bindgen_test]
+async fn half_open_waiters_go_after_a_good_probe_in_their_order() {
+    let id = test_id("hold-ok");
+    let client = half_open_client(&id, &id, r#""concurrency": {"max": 1},"#).await;
+    let opts = breaker_key(&id);
+    let calls: Vec<JsFuture> = (0..4)
+        .map(|n| call_n(&client, "/delay?ms=200", n, &id, &opts))
+        .collect();
+    for c in calls {
+        c.await.unwrap();
+    }
+    assert_eq!(arrivals(&id).await, ["", "0", "1", "2", "3"]);
+    let log = server_log(&id).await;
+    let probe_done = num(&log.get(1), "finishedAt");
+    assert!(
+        num(&log.get(2), "t") >= probe_done,
+        "sent before the probe ended"
+    );
+    let snap = client.breakers().get(0);
+    assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
+    assert_eq!(stat(&client, "attempts"), 5.0);
+}
+
+/// After a failed probe its waiters reject with CircuitOpenError without
+/// sending anything.
+#[wasm_bindgen_test]
+async fn half_open_waiters_reject_without_sending_after_a_failed_probe() {
+    let id = test_id("hold-fail");
+    let client = half_open_client(&id, &id, "").await;
+    let opts = breaker_key(&id);
+    let calls: Vec<JsFuture> = (0..3)
+        .map(|n| call_n(&client, "/delay?ms=200&status=503", n, &id, &opts))
+        .collect();
+    let mut results = Vec::new();
+    for c in calls {
+        results.push(c.await.unwrap_err());
+    }
+    assert_eq!(name(&results[0]), "HttpError", "the probe");
+    for e in &results[1..] {
+        assert_eq!(name(e), "CircuitOpenError");
+        assert!(
+            num(e, "retryInMs") > 0.0,
+            "retryInMs {}",
+            num(e, "retryInMs")
+        );
+        assert_eq!(num(e, "attempts"), 0.0);
+    }
+    assert_eq!(arrivals(&id).await, ["", "0"], "only the probe was sent");
+    assert_eq!(stat(&client, "attempts"), 2.0);
+}
+
+/// A waiter's abort and its deadline end its wait at once, with nothing
+/// sent; a waiter that stays goes after the good probe.
+#[wasm_bindgen_test]
+async fn abort_and_deadline_end_the_half_open_wait() {
+    let id = test_id("hold-end");
+    let client = half_open_client(&id, &id, "").await;
+    let opts = breaker_key(&id);
+    let probe = call_n(&client, "/delay?ms=1500", 0, &id, &opts);
+    let ctl = web_sys::AbortController::new().unwrap();
+    let u = |n: u32| url(&format!("/echo?n={n}"), &id);
+    let aborted = request_with_signal(&client, &u(1), &opts, &ctl.signal());
+    let timed = JsFuture::from(client.request(
+        JsValue::from_str(&u(2)),
+        obj(&format!(r#"{{"breakerKey": "{id}", "deadlineMs": 300}}"#)),
+    ));
+    let kept = JsFuture::from(client.request(JsValue::from_str(&u(3)), obj(&opts)));
+    let t0 = now();
+    sleep(100).await;
+    ctl.abort_with_reason(&"gone".into());
+    let err = aborted.await.unwrap_err();
+    assert_eq!(name(&err), "AbortError");
+    assert_eq!(get(&err, "reason").as_string().unwrap(), "gone");
+    // Both long before the probe's 1500 ms.
+    assert!(now() - t0 < 1200.0, "abort settled after {} ms", now() - t0);
+    let err = timed.await.unwrap_err();
+    assert_eq!(name(&err), "TimeoutError");
+    assert_eq!(get(&err, "phase").as_string().unwrap(), "deadline");
+    assert!(
+        now() - t0 < 1200.0,
+        "deadline settled after {} ms",
+        now() - t0
+    );
+    assert_eq!(arrivals(&id).await, ["", "0"], "nothing sent while waiting");
+    probe.await.unwrap();
+    kept.await.unwrap();
+    assert_eq!(arrivals(&id).await, ["", "0", "3"]);
 }
 
 #[wasm_bindgen_test]
@@ -538,9 +659,16 @@ async fn a_probe_lease_far_in_the_future_is_ignored() {
     let opts = r#"{"breakerKey": "svc"}"#;
     let opened = request(&client, &url("/status/503", &id), opts).await;
     sleep(150).await;
-    // Another tab's lease, 10 s ahead: its probe decides, this tab stays out.
+    // Another tab's lease, 10 s ahead: its probe decides, and this tab's
+    // call waits for it (API.md, revised 2026-12-02; it was refused at
+    // once before), here until its own deadline.
     set_lease(now() + 10_000.0).unwrap();
-    let held = request(&client, &url("/echo", &id), opts).await;
+    let held = request(
+        &client,
+        &url("/echo", &id),
+        r#"{"breakerKey": "svc", "deadlineMs": 300}"#,
+    )
+    .await;
     // A lease a year ahead holds nothing: this tab probes, and the backend is fine.
     set_lease(now() + 365.0 * 86_400_000.0).unwrap();
     let mut after = Vec::new();
@@ -551,8 +679,8 @@ async fn a_probe_lease_far_in_the_future_is_ignored() {
     restore.call0(&JsValue::NULL).unwrap();
     assert_eq!(name(&opened.unwrap_err()), "HttpError");
     let held = held.unwrap_err();
-    assert_eq!(name(&held), "CircuitOpenError");
-    assert_eq!(get(&held, "retryInMs").as_f64(), Some(0.0));
+    assert_eq!(name(&held), "TimeoutError");
+    assert_eq!(get(&held, "phase").as_string().unwrap(), "deadline");
     let ok = after.iter().filter(|r| r.is_ok()).count();
     assert_eq!(ok, 10, "{ok} of 10 calls went through after a forged lease");
     assert!(left.unwrap().is_null(), "the probe's own lease is removed");
@@ -560,6 +688,74 @@ async fn a_probe_lease_far_in_the_future_is_ignored() {
     assert_eq!(get(&snap, "state").as_string().unwrap(), "closed");
     // One 503 and ten good calls reached the server; the held call sent nothing.
     assert_eq!(server_log(&id).await.length(), 11);
+}
+
+/// Issue 26, item 1, across tabs without Web Locks: a call that finds
+/// another tab's probe lease waits for it; when that tab lets go with no
+/// news (its probe decided nothing, or the tab closed), this tab probes,
+/// long before the lease would have run out. Storage that refuses the
+/// lease's write coordinates nothing: the probe goes out, as without
+/// storage (it was refused at once before, as if another tab held it).
+#[wasm_bindgen_test]
+async fn a_call_waits_for_another_tabs_probe_lease_to_end() {
+    let hide = js_sys::Function::new_no_args(
+        "Object.defineProperty(navigator, 'locks', { value: undefined, configurable: true }); \
+         return () => { delete navigator.locks; };",
+    );
+    let restore: js_sys::Function = hide.call0(&JsValue::NULL).unwrap().unchecked_into();
+    let id = test_id("lease-end");
+    let client = Client::new(obj(&format!(
+        r#"{{"retry": false, "storage": {{"prefix": "{id}:"}},
+            "breaker": {{"consecutiveFailures": 1, "openMs": 100, "maxOpenMs": 100}}}}"#
+    )))
+    .unwrap();
+    let lease = JsValue::from_str(&format!("{id}:probe:svc"));
+    let storage = js_sys::Function::new_with_args(
+        "k, until",
+        "if (until === undefined) localStorage.removeItem(k); else localStorage.setItem(k, String(until));",
+    );
+    let opts = r#"{"breakerKey": "svc"}"#;
+    let opened = request(&client, &url("/status/503", &id), opts).await;
+    sleep(150).await;
+    storage
+        .call2(&JsValue::NULL, &lease, &(now() + 10_000.0).into())
+        .unwrap();
+    let t0 = now();
+    let waiting =
+        JsFuture::from(client.request(JsValue::from_str(&url("/echo?n=1", &id)), obj(opts)));
+    sleep(300).await;
+    let sent_while_held = server_log(&id).await.length();
+    storage
+        .call2(&JsValue::NULL, &lease, &JsValue::UNDEFINED)
+        .unwrap();
+    let waited = waiting.await;
+    let took = now() - t0;
+    // Open again, then a storage whose writes throw: the probe goes out.
+    let _ = request(&client, &url("/status/503", &id), opts).await;
+    sleep(150).await;
+    let refuse = js_sys::Function::new_no_args(
+        "const set = Storage.prototype.setItem; \
+         Storage.prototype.setItem = () => { throw new DOMException('full', 'QuotaExceededError'); }; \
+         return () => { Storage.prototype.setItem = set; };",
+    );
+    let unrefuse: js_sys::Function = refuse.call0(&JsValue::NULL).unwrap().unchecked_into();
+    let unlocked = request(
+        &client,
+        &url("/echo?n=2", &id),
+        r#"{"breakerKey": "svc", "deadlineMs": 2000}"#,
+    )
+    .await;
+    unrefuse.call0(&JsValue::NULL).unwrap();
+    restore.call0(&JsValue::NULL).unwrap();
+    assert_eq!(name(&opened.unwrap_err()), "HttpError");
+    assert_eq!(sent_while_held, 1, "nothing sent while the lease was held");
+    waited.unwrap();
+    assert!(
+        took < 5000.0,
+        "went {took} ms after the lease ended, not at its end"
+    );
+    unlocked.unwrap();
+    assert_eq!(arrivals(&id).await, ["", "1", "", "2"]);
 }
 
 /// Issue 14 item 6: `fetch(url, init)` reads `init` as the browser's fetch

@@ -18,6 +18,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
+use stormguard::policy::breaker::ProbeWaiter;
 use stormguard::policy::classify::RetryDenied;
 use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
 use stormguard::policy::limiter::Acquire;
@@ -107,6 +108,8 @@ struct Sim {
     calls_per_s: Vec<u32>,
     ok_per_s: Vec<u32>,
     outage: Stats,
+    /// Calls waiting for a half-open probe: (client, waiter, call).
+    probe_waits: Vec<(usize, ProbeWaiter, usize)>,
 }
 
 fn second(now_ms: f64) -> usize {
@@ -140,6 +143,7 @@ impl Sim {
             calls_per_s: vec![0; END_S + 60],
             ok_per_s: vec![0; END_S + 60],
             outage: Stats::default(),
+            probe_waits: Vec::new(),
         }
     }
 
@@ -204,12 +208,15 @@ impl Sim {
     fn attempt(&mut self, id: usize, now: f64) {
         let coin = self.rng.next();
         let call = &mut self.calls[id];
-        let guard = &mut self.clients[call.client];
+        let client = call.client;
+        let guard = &mut self.clients[client];
         let admission = guard.admit(&mut call.state, now, false, coin);
         drain(guard);
         let permit = match admission {
             Admission::Go(permit) => permit,
             Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
+            // Asks again when the probe's outcome releases it.
+            Admission::AwaitProbe(w) => return self.probe_waits.push((client, w, id)),
             // Refused (open breaker) or out of time: the call ends unsent.
             Admission::Stop(_) => return,
             Admission::Online => unreachable!("the simulated host is always online"),
@@ -218,7 +225,7 @@ impl Sim {
         assert_eq!(guard.acquire_slot(), Acquire::Granted);
         let Some(sent) = guard.begin(&mut call.state, permit, now) else {
             let _ = guard.release_slot();
-            return;
+            return self.wake(client, now);
         };
         call.sent = Some(sent);
         self.attempts_per_s[second(now)] += 1;
@@ -243,6 +250,21 @@ impl Sim {
         self.at(now + latency, Event::Reply(id, reply));
     }
 
+    /// A probe came back or the key changed state: its waiters ask again,
+    /// in queue order.
+    fn wake(&mut self, client: usize, now: f64) {
+        for w in self.clients[client].drain_released() {
+            let found = self
+                .probe_waits
+                .iter()
+                .position(|p| p.0 == client && p.1 == w);
+            if let Some(i) = found {
+                let (_, _, call) = self.probe_waits.remove(i);
+                self.at(now, Event::Attempt(call));
+            }
+        }
+    }
+
     /// The attempt's answer, settled by the policy core.
     fn reply(&mut self, id: usize, reply: Reply, now: f64) {
         let end = match reply {
@@ -256,11 +278,14 @@ impl Sim {
         };
         let rand01 = self.rng.next();
         let call = &mut self.calls[id];
-        let guard = &mut self.clients[call.client];
+        let client = call.client;
+        let guard = &mut self.clients[client];
         let _ = guard.release_slot();
         let permit = call.sent.take().and_then(|s| s.permit);
         let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
         drain(guard);
+        self.wake(client, now);
+        let call = &self.calls[id];
         match verdict {
             Verdict::End => self.ok_per_s[call.started_s] += 1,
             Verdict::Retry { delay_ms } => {

@@ -14,6 +14,18 @@
 //! `openMs`) or Open again (a probe failed: twice the last period, at most
 //! `maxOpenMs`).
 //!
+//! The half-open hold (API.md, revised 2026-12-02): a call that finds every
+//! probe slot of a half-open key taken does not fail at once; it waits in
+//! the key's queue ([`Breakers::wait`]) for the probes' outcome. Whenever a
+//! probe permit comes back or the key changes state (a probe decided, another
+//! tab's news, eviction), every waiter of the key is released, in queue
+//! order ([`Breakers::drain_released`]), to ask `acquire` again: after a
+//! success the key is closed and they go, after a failure it is open and
+//! they are refused without sending, and after a probe that decided nothing
+//! the first of them becomes the next probe. Proven by
+//! `half_open_waiters_go_after_a_success_and_are_refused_after_a_failure`
+//! and the property test below.
+//!
 //! Every permit must be reported once with `record` (`Sample::Ignored` for an
 //! abort or an attempt never sent). Stragglers, results of permits granted in
 //! an earlier phase, decide nothing: a `Normal` result counts only while
@@ -72,6 +84,9 @@ impl State {
     }
 }
 
+/// A call's place in a half-open key's queue (see [`Breakers::wait`]).
+pub type ProbeWaiter = u64;
+
 /// What `acquire` granted; hand it back to `record`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permit {
@@ -126,6 +141,8 @@ struct Circuit {
     /// All permits out.
     in_flight: u32,
     last_used: u64,
+    /// Calls waiting for the probes' outcome, oldest first.
+    waiting: Vec<ProbeWaiter>,
 }
 
 type Change = Option<(State, State)>;
@@ -141,6 +158,7 @@ impl Circuit {
             probes: 0,
             in_flight: 0,
             last_used: 0,
+            waiting: Vec::new(),
         }
     }
 
@@ -179,7 +197,7 @@ impl Circuit {
                 self.probes += 1;
                 Permit::Probe
             }
-            // Every probe is out: their results decide, no time to wait for.
+            // Every probe is out: their results decide (`wait` for them).
             State::HalfOpen => return Err(0.0),
         };
         self.in_flight = self.in_flight.saturating_add(1);
@@ -282,6 +300,10 @@ struct Log {
     /// Drained after every call, so dropping the oldest (a shift) is rare.
     pending: Vec<Transition>,
     opens: u64,
+    /// Waiters whose wait is over, in the order they are to ask again.
+    released: Vec<ProbeWaiter>,
+    /// The last waiter's number.
+    waiters: ProbeWaiter,
 }
 
 impl Log {
@@ -298,6 +320,11 @@ impl Log {
             from,
             to,
         });
+    }
+
+    /// Ends the wait of every caller queued on `c`.
+    fn release(&mut self, c: &mut Circuit) {
+        self.released.append(&mut c.waiting);
     }
 }
 
@@ -330,7 +357,7 @@ impl Breakers {
 
     /// `Err(retry_in_ms)` when open (time left of the open period), or when
     /// half-open with every probe slot taken (`Err(0.0)`: the probes'
-    /// results decide, there is no time to wait for), or when adaptive
+    /// results decide; the call may [`Breakers::wait`] for them), or when adaptive
     /// throttling sheds this call (`Err(0.0)`; `rand01` is its coin).
     pub fn acquire(&mut self, key: &str, now_ms: f64, rand01: f64) -> Result<Permit, f64> {
         if !self.track(key) {
@@ -354,8 +381,48 @@ impl Breakers {
         self.tick += 1;
         c.last_used = self.tick;
         self.log.push(key, c.refresh(now_ms));
-        self.log
-            .push(key, c.record(&self.cfg, permit, sample, now_ms));
+        let change = c.record(&self.cfg, permit, sample, now_ms);
+        // A probe slot is free or the state changed: the waiters ask again.
+        if permit == Permit::Probe || change.is_some() {
+            self.log.release(c);
+        }
+        self.log.push(key, change);
+    }
+
+    /// `acquire` refused a call because every probe slot of the half-open
+    /// `key` is taken: the call waits for their outcome instead, under the
+    /// number returned, until [`Breakers::drain_released`] names it (then
+    /// it asks `acquire` again) or it leaves ([`Breakers::stop_waiting`]).
+    /// None when `key` is not half-open: the refusal stands.
+    pub fn wait(&mut self, key: &str) -> Option<ProbeWaiter> {
+        let c = circuit(&mut self.circuits, key)?;
+        if c.state != State::HalfOpen {
+            return None;
+        }
+        self.log.waiters += 1;
+        c.waiting.push(self.log.waiters);
+        Some(self.log.waiters)
+    }
+
+    /// The waiter leaves `key`'s queue (its call aborted or ran out of
+    /// time); a waiter already released is not queued any more.
+    pub fn stop_waiting(&mut self, key: &str, id: ProbeWaiter) {
+        let Some(c) = circuit(&mut self.circuits, key) else {
+            return;
+        };
+        if let Some(i) = c.waiting.iter().position(|w| *w == id) {
+            c.waiting.remove(i);
+        }
+    }
+
+    /// Waiters released since the last drain, in queue order (per key).
+    pub fn drain_released(&mut self) -> Vec<ProbeWaiter> {
+        std::mem::take(&mut self.log.released)
+    }
+
+    /// Calls waiting for a probe's outcome, over every key.
+    pub fn waiting(&self) -> usize {
+        self.circuits.iter().map(|(_, c)| c.waiting.len()).sum()
     }
 
     /// An untracked key reads as Closed.
@@ -448,6 +515,7 @@ impl Breakers {
         let change = c.open(now_ms, period);
         c.open_until = until;
         if change.0 != State::Open {
+            self.log.release(c);
             self.log.push(key, Some(change));
         }
     }
@@ -475,6 +543,7 @@ impl Breakers {
             c.consecutive = 0;
             c.period_ms = self.cfg.open_ms;
             c.state = State::Closed;
+            self.log.release(c);
             self.log.push(key, Some((from, State::Closed)));
         }
     }
@@ -505,8 +574,9 @@ impl Breakers {
     }
 
     /// Frees a place for a new key if needed: evicts the least recently
-    /// used breaker, open or not, preferring one with no permit out. False
-    /// only with `max_keys` 0.
+    /// used breaker, open or not, preferring one with no permit out and no
+    /// call waiting (whose waiters are released). False only with
+    /// `max_keys` 0.
     fn make_room(&mut self) -> bool {
         if self.circuits.len() < self.max_keys {
             return true;
@@ -515,9 +585,13 @@ impl Breakers {
             .circuits
             .iter()
             .enumerate()
-            .min_by_key(|(_, (_, c))| (c.in_flight > 0, c.last_used))
+            .min_by_key(|(_, (_, c))| (c.in_flight > 0 || !c.waiting.is_empty(), c.last_used))
             .map(|(i, _)| i);
-        victim.map(|i| self.circuits.remove(i)).is_some()
+        let Some((_, mut c)) = victim.map(|i| self.circuits.remove(i)) else {
+            return false;
+        };
+        self.log.release(&mut c);
+        true
     }
 }
 
@@ -996,18 +1070,128 @@ mod tests {
         let _ = b.snapshot(f64::INFINITY);
     }
 
+    /// A half-open K with its one probe out, and `n` calls waiting for it.
+    fn probing_with_waiters(b: &mut Breakers, n: usize) -> (Permit, Vec<ProbeWaiter>) {
+        open(b, 0.0);
+        let probe = b.acquire(K, 5000.0, 0.5).unwrap();
+        assert_eq!(probe, Permit::Probe);
+        let waiters = (0..n)
+            .map(|_| {
+                assert_eq!(b.acquire(K, 5000.0, 0.5), Err(0.0));
+                b.wait(K).unwrap()
+            })
+            .collect();
+        (probe, waiters)
+    }
+
+    #[test]
+    fn half_open_waiters_go_after_a_success_and_are_refused_after_a_failure() {
+        // Success: released in queue order, and the key is closed for them.
+        let mut b = Breakers::new(cfg());
+        let (probe, waiters) = probing_with_waiters(&mut b, 3);
+        assert_eq!(b.waiting(), 3);
+        assert!(b.drain_released().is_empty(), "nobody released yet");
+        b.record(K, probe, Sample::Success, 5100.0);
+        assert_eq!(b.drain_released(), waiters);
+        assert_eq!(b.waiting(), 0);
+        for _ in &waiters {
+            assert_eq!(b.acquire(K, 5100.0, 0.5), Ok(Permit::Normal));
+        }
+        // Failure: released, and refused with the new open period.
+        let mut b = Breakers::new(cfg());
+        let (probe, waiters) = probing_with_waiters(&mut b, 2);
+        b.record(K, probe, Sample::Failure, 5100.0);
+        assert_eq!(b.drain_released(), waiters);
+        for _ in &waiters {
+            assert_eq!(b.acquire(K, 5100.0, 0.5), Err(10_000.0));
+            assert_eq!(b.wait(K), None, "an open key is no wait");
+        }
+    }
+
+    #[test]
+    fn a_probe_that_decides_nothing_hands_the_probe_to_the_first_waiter() {
+        let mut b = Breakers::new(cfg());
+        let (probe, waiters) = probing_with_waiters(&mut b, 3);
+        // The probe's caller aborted: still half-open, the slot is free.
+        b.record(K, probe, Sample::Ignored, 5100.0);
+        assert_eq!(b.drain_released(), waiters);
+        assert_eq!(b.acquire(K, 5100.0, 0.5), Ok(Permit::Probe));
+        assert_eq!(b.acquire(K, 5100.0, 0.5), Err(0.0));
+        let again = [b.wait(K).unwrap(), b.wait(K).unwrap()];
+        assert!(again[0] > waiters[2], "numbers keep growing: {again:?}");
+        assert_eq!(b.waiting(), 2);
+    }
+
+    #[test]
+    fn a_waiter_that_leaves_is_not_released() {
+        let mut b = Breakers::new(cfg());
+        let (probe, waiters) = probing_with_waiters(&mut b, 3);
+        b.stop_waiting(K, waiters[1]);
+        b.stop_waiting("unknown", waiters[0]);
+        assert_eq!(b.waiting(), 2);
+        b.record(K, probe, Sample::Success, 5100.0);
+        assert_eq!(b.drain_released(), [waiters[0], waiters[2]]);
+        // Leaving after the release changes nothing.
+        b.stop_waiting(K, waiters[0]);
+        assert!(b.drain_released().is_empty());
+    }
+
+    #[test]
+    fn another_tabs_news_and_eviction_release_the_waiters() {
+        let mut b = Breakers::new(cfg());
+        let (_, waiters) = probing_with_waiters(&mut b, 2);
+        b.force_close(K, 5100.0);
+        assert_eq!(b.drain_released(), waiters);
+        let mut b = Breakers::new(cfg());
+        let (_, waiters) = probing_with_waiters(&mut b, 2);
+        b.force_open(K, 5100.0, 4000.0, 10_000.0);
+        assert_eq!(b.drain_released(), waiters);
+        assert_eq!(b.acquire(K, 5100.0, 0.5), Err(4000.0));
+        // A key evicted at the cap frees its waiters (it is the only choice).
+        let mut b = Breakers::with_capacity_limit(cfg(), 1);
+        let (_, waiters) = probing_with_waiters(&mut b, 2);
+        assert_eq!(b.acquire("other", 5100.0, 0.5), Ok(Permit::Normal));
+        assert_eq!(b.drain_released(), waiters);
+        assert_eq!(b.waiting(), 0);
+    }
+
+    #[test]
+    fn only_a_half_open_key_is_waited_for() {
+        let mut b = Breakers::new(cfg());
+        assert_eq!(b.wait(K), None, "unknown key");
+        call(&mut b, K, Sample::Success, 0.0).unwrap();
+        assert_eq!(b.wait(K), None, "closed");
+        let mut b = Breakers::new(cfg());
+        open(&mut b, 0.0);
+        assert_eq!(b.wait(K), None, "open");
+        let mut b = Breakers::new(BreakerConfig {
+            min_samples: 1,
+            adaptive_k: Some(2.0),
+            ..BreakerConfig::default()
+        });
+        for _ in 0..5 {
+            let _ = call(&mut b, K, Sample::Failure, 0.0);
+        }
+        assert_eq!(b.acquire(K, 0.0, 0.0), Err(0.0), "shed");
+        assert_eq!(b.wait(K), None, "a shed call does not wait");
+    }
+
     #[derive(Debug, Clone)]
     enum Op {
         Advance(f64),
         Acquire,
         /// Reports the permit at this index (mod the permits out).
         Record(usize, u8),
+        /// The waiting call at this index (mod the calls waiting) leaves.
+        Leave(usize),
     }
 
     proptest! {
         /// However results interleave with time, no more than
         /// halfOpenProbes probe permits are ever out at once, and no permit
-        /// at all is granted while open.
+        /// at all is granted while open. A call refused while half-open
+        /// waits, and no waiter is ever stranded: calls wait only while every
+        /// probe slot is taken, and each is released once, in queue order.
         #[test]
         fn half_open_never_lets_more_than_the_probes_through(
             probes in 1..4u32,
@@ -1016,6 +1200,7 @@ mod tests {
                 2 => (0.0..3000.0f64).prop_map(Op::Advance),
                 4 => Just(Op::Acquire),
                 4 => (any::<usize>(), 0..3u8).prop_map(|(i, s)| Op::Record(i, s)),
+                1 => any::<usize>().prop_map(Op::Leave),
             ], 1..300),
         ) {
             let mut b = Breakers::new(BreakerConfig {
@@ -1028,6 +1213,7 @@ mod tests {
             });
             let mut now = 0.0;
             let mut out: Vec<Permit> = Vec::new();
+            let mut waiting: Vec<ProbeWaiter> = Vec::new();
             for op in ops {
                 match op {
                     Op::Advance(dt) => now += dt,
@@ -1042,6 +1228,9 @@ mod tests {
                             Err(wait) => {
                                 prop_assert_ne!(before, State::Closed);
                                 prop_assert!((0.0..=4000.0).contains(&wait));
+                                let id = b.wait(K);
+                                prop_assert_eq!(id.is_some(), before == State::HalfOpen);
+                                waiting.extend(id);
                             }
                         }
                     }
@@ -1050,10 +1239,25 @@ mod tests {
                         let sample = [Sample::Success, Sample::Failure, Sample::Ignored][usize::from(s)];
                         b.record(K, p, sample, now);
                     }
-                    Op::Record(..) => {}
+                    Op::Leave(i) if !waiting.is_empty() => {
+                        let id = waiting.remove(i % waiting.len());
+                        b.stop_waiting(K, id);
+                    }
+                    Op::Record(..) | Op::Leave(_) => {}
                 }
+                // Released: each a caller still waiting, in queue order.
+                let released = b.drain_released();
+                let expected: Vec<ProbeWaiter> =
+                    waiting.iter().copied().filter(|w| released.contains(w)).collect();
+                prop_assert_eq!(&released, &expected);
+                waiting.retain(|w| !released.contains(w));
+                prop_assert_eq!(b.waiting(), waiting.len());
                 let probes_out = out.iter().filter(|p| **p == Permit::Probe).count();
                 prop_assert!(probes_out <= probes as usize, "{} probes out", probes_out);
+                if !waiting.is_empty() {
+                    prop_assert_eq!(b.state(K, now), State::HalfOpen, "waiting on a decided key");
+                    prop_assert!(probes_out >= probes as usize, "waiting beside a free probe slot");
+                }
             }
         }
     }

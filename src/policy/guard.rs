@@ -14,13 +14,14 @@
 //! 1. [`Guard::start`] gives the call its [`CallState`] (deadline, backoff).
 //! 2. [`Guard::admit`] until it answers [`Admission::Go`]: it stops a call
 //!    whose deadline passed, waits out an offline host, a Retry-After hold
-//!    or a spent quota ([`Admission::Wait`]), or refuses (open breaker, a
-//!    hold beyond the deadline). Holds and quotas are those of the call's
-//!    key *and* credentials ([`CallState::set_credentials`]): on a server
-//!    sharing one client, one user's 429 never holds another's calls;
-//!    breakers, budget and slots are the key's, shared by all. A hold binds
-//!    for at most the client's own `maxRetryAfterMs`, whatever the options
-//!    of the call that learnt it.
+//!    or a spent quota ([`Admission::Wait`]), holds a call while the key's
+//!    half-open probe is out ([`Admission::AwaitProbe`], see `halfopen.rs`),
+//!    or refuses (open breaker, a hold beyond the deadline). Holds and
+//!    quotas are those of the call's key *and* credentials
+//!    ([`CallState::set_credentials`]): on a server sharing one client, one
+//!    user's 429 never holds another's calls; breakers, budget and slots are
+//!    the key's, shared by all. A hold binds for at most the client's own
+//!    `maxRetryAfterMs`, whatever the options of the call that learnt it.
 //! 3. A concurrency slot: [`Guard::acquire_slot`] (the queue wait is the
 //!    engine's; [`Guard::leave_queue`], [`Guard::release_slot`]).
 //! 4. [`Guard::begin`]: the attempt's number, timeout and phase, or a stop
@@ -38,7 +39,7 @@
 //! Tested below, and at scale in `tests/sim.rs`.
 
 use super::backoff::{parse_retry_after, Backoff};
-use super::breaker::{Breakers, Permit, Snapshot, State as BreakerState, Transition};
+use super::breaker::{Breakers, Permit, ProbeWaiter, Snapshot, State as BreakerState, Transition};
 use super::budget::RetryBudget;
 use super::classify::Sample;
 use super::classify::{method_may_retry, plan_retry, sample, Outcome, RetryDenied, RetryInput};
@@ -52,6 +53,7 @@ use super::options::{
 use super::ratelimit::{Admit, HoldKey, Limits, Quota, Why};
 use super::stats::Stats;
 
+mod halfopen;
 mod news;
 mod settle;
 
@@ -134,8 +136,9 @@ pub enum Stop {
     Deadline,
     /// The host is offline and the call may not wait for it.
     Offline,
-    /// An open breaker, every probe slot taken, or a hold (Retry-After, a
-    /// spent quota) beyond what the call may wait: CircuitOpenError.
+    /// An open breaker, every probe slot taken (for `schema()`, which does
+    /// not wait for the probe), or a hold (Retry-After, a spent quota)
+    /// beyond what the call may wait: CircuitOpenError.
     CircuitOpen { retry_in_ms: f64 },
 }
 
@@ -154,6 +157,10 @@ pub enum Admission {
         why: Why,
         announce: bool,
     },
+    /// The key is half-open and its probes are out: wait (within the
+    /// deadline, abortable) until [`Guard::drain_released`] names this
+    /// waiter, then ask again; leave with [`Guard::stop_waiting`].
+    AwaitProbe(ProbeWaiter),
     Stop(Stop),
 }
 
@@ -349,7 +356,19 @@ impl Guard {
             None => Admission::Go(None),
             Some(b) => match b.acquire(&c.spec.key, now, rand01) {
                 Ok(p) => Admission::Go(Some(p)),
-                Err(retry_in_ms) => Admission::Stop(Stop::CircuitOpen { retry_in_ms }),
+                Err(retry_in_ms) => {
+                    // Half-open with its probes out: wait for their outcome
+                    // (schema() fails over at once, as on a hold).
+                    let waiter = if max_wait > 0.0 {
+                        b.wait(&c.spec.key)
+                    } else {
+                        None
+                    };
+                    match waiter {
+                        Some(id) => Admission::AwaitProbe(id),
+                        None => Admission::Stop(Stop::CircuitOpen { retry_in_ms }),
+                    }
+                }
             },
         }
     }
@@ -524,9 +543,9 @@ mod tests {
     use crate::policy::options::{HedgeConfig, Jitter, LimiterConfig};
     use proptest::prelude::*;
 
-    const KEY: &str = "GET https://api.example/items";
+    pub(super) const KEY: &str = "GET https://api.example/items";
 
-    fn cfg() -> ClientConfig {
+    pub(super) fn cfg() -> ClientConfig {
         let mut c = ClientConfig::default();
         // exact waits
         if let Some(r) = c.retry.as_mut() {
@@ -535,12 +554,12 @@ mod tests {
         c
     }
 
-    fn call_cfg(c: &ClientConfig) -> CallConfig {
+    pub(super) fn call_cfg(c: &ClientConfig) -> CallConfig {
         CallConfig::resolve(c, &Default::default()).unwrap()
     }
 
     /// A call's spec for as long as the test runs.
-    fn spec(cfg: &CallConfig, method: &str) -> &'static Spec {
+    pub(super) fn spec(cfg: &CallConfig, method: &str) -> &'static Spec {
         Box::leak(Box::new(Spec {
             key: KEY.to_string(),
             method: method.to_string(),
@@ -550,14 +569,14 @@ mod tests {
         }))
     }
 
-    const UNAVAILABLE: Ended<'static> = Ended::Status {
+    pub(super) const UNAVAILABLE: Ended<'static> = Ended::Status {
         status: 503,
         retry_after: None,
         reset_ms: None,
     };
 
     /// Admits and begins an attempt at `now`.
-    fn send(g: &mut Guard, c: &mut CallState, now: f64) -> Attempt {
+    pub(super) fn send(g: &mut Guard, c: &mut CallState, now: f64) -> Attempt {
         let Admission::Go(permit) = g.admit(c, now, false, 0.5) else {
             panic!("not admitted")
         };
@@ -565,7 +584,13 @@ mod tests {
         g.begin(c, permit, now).unwrap()
     }
 
-    fn settle(g: &mut Guard, c: &mut CallState, s: &Attempt, end: Ended, now: f64) -> Verdict {
+    pub(super) fn settle(
+        g: &mut Guard,
+        c: &mut CallState,
+        s: &Attempt,
+        end: Ended,
+        now: f64,
+    ) -> Verdict {
         let _ = g.release_slot();
         g.settle(c, s.permit, &end, None, now, 0.0, 0.5)
     }
@@ -797,7 +822,8 @@ mod tests {
 
         // Open the breaker, wait out its period: the half-open probe,
         // aborted after admission (waiting for the probe lock or a slot),
-        // goes back, so the next call probes.
+        // goes back, so the call waiting for it probes next (API.md,
+        // revised 2026-12-02: it waits, where it was refused before).
         for i in 0..3 {
             let now = 10.0 + f64::from(i);
             let mut c = g.start(spec(&cc, "POST"), now);
@@ -811,16 +837,15 @@ mod tests {
         };
         assert_eq!(permit, Permit::Probe);
         let mut other = g.start(spec(&cc, "GET"), half_open);
-        assert!(matches!(
-            g.admit(&mut other, half_open, false, 0.5),
-            Admission::Stop(Stop::CircuitOpen { .. })
-        ));
+        let Admission::AwaitProbe(waiter) = g.admit(&mut other, half_open, false, 0.5) else {
+            panic!("does not wait for the probe")
+        };
         let samples = window(&mut g, half_open);
         g.abandon(&probe, Some(permit), half_open);
         assert_eq!(window(&mut g, half_open), samples);
-        let mut next = g.start(spec(&cc, "GET"), half_open + 1.0);
+        assert_eq!(g.drain_released(), [waiter]);
         assert!(matches!(
-            g.admit(&mut next, half_open + 1.0, false, 0.5),
+            g.admit(&mut other, half_open + 1.0, false, 0.5),
             Admission::Go(Some(Permit::Probe))
         ));
 
@@ -846,6 +871,8 @@ mod tests {
         Granted(Option<Permit>),
         Running(Option<Permit>),
         Backoff(f64),
+        /// Waiting for the half-open key's probe.
+        AwaitProbe(ProbeWaiter),
         Done,
     }
 
@@ -900,6 +927,19 @@ mod tests {
             }
         }
 
+        /// Probe waiters released: each asks `admit` again, as the engine
+        /// wakes them after every decision.
+        fn wake(&mut self) {
+            for id in self.g.drain_released() {
+                let (_, stage) = self
+                    .calls
+                    .iter_mut()
+                    .find(|(_, s)| *s == Stage::AwaitProbe(id))
+                    .expect("released a waiting call");
+                *stage = Stage::Admit;
+            }
+        }
+
         fn begin(&mut self, i: usize, permit: Option<Permit>) {
             let now = self.now;
             let (c, _) = &mut self.calls[i];
@@ -933,6 +973,7 @@ mod tests {
                             }
                         },
                         Admission::Wait { ms, .. } => self.calls[i].1 = Stage::Backoff(now + ms),
+                        Admission::AwaitProbe(id) => self.calls[i].1 = Stage::AwaitProbe(id),
                         Admission::Online => unreachable!("never offline here"),
                         Admission::Stop(_) => self.calls[i].1 = Stage::Done,
                     }
@@ -950,8 +991,9 @@ mod tests {
                         Verdict::End | Verdict::Fail { .. } => Stage::Done,
                     };
                 }
-                Stage::Queued(..) | Stage::Backoff(_) | Stage::Done => {}
+                Stage::Queued(..) | Stage::Backoff(_) | Stage::AwaitProbe(_) | Stage::Done => {}
             }
+            self.wake();
         }
 
         fn abort(&mut self, i: usize) {
@@ -973,9 +1015,12 @@ mod tests {
                         .settle(c, permit, &Ended::Cancelled, None, now, 0.0, 0.5);
                     assert_eq!(v, Verdict::End, "an abort is never retried");
                 }
+                // An abort or the deadline ends the wait.
+                Stage::AwaitProbe(id) => self.g.stop_waiting(&self.calls[i].0, id),
                 Stage::Admit | Stage::Backoff(_) | Stage::Done => {}
             }
             self.calls[i].1 = Stage::Done;
+            self.wake();
         }
 
         fn check(&self, max: u32) {
@@ -1003,6 +1048,23 @@ mod tests {
             for (c, _) in &self.calls {
                 assert!(c.attempts() <= 3, "maxAttempts");
             }
+            // Calls waiting for a half-open probe: as many as the guard
+            // holds, and never stranded (a probe permit is out).
+            let waiting = self
+                .calls
+                .iter()
+                .filter(|(_, s)| matches!(s, Stage::AwaitProbe(_)))
+                .count();
+            assert_eq!(self.g.probe_waiters(), waiting, "probe waiters");
+            let probing = self.calls.iter().any(|(_, s)| {
+                matches!(
+                    s,
+                    Stage::Queued(_, Some(Permit::Probe))
+                        | Stage::Granted(Some(Permit::Probe))
+                        | Stage::Running(Some(Permit::Probe))
+                )
+            });
+            assert!(waiting == 0 || probing, "waiting with no probe out");
         }
     }
 

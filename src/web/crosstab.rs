@@ -8,7 +8,9 @@
 //! by Retry-After says so on a `BroadcastChannel`, and the others follow.
 //! Only one tab probes a half-open key: the probe holds a Web Lock
 //! (`navigator.locks`, `ifAvailable`), or where there is none a short lease
-//! in LocalStorage.
+//! in LocalStorage. A tab that finds another holding it waits for that
+//! tab's news, looking at the lock again now and then (the half-open hold,
+//! API.md revised 2026-12-02; `probe.rs`).
 //!
 //! Clients in the same realm (one page running many clients, as the demo
 //! and the benchmarks do) ignore each other's messages: they model separate
@@ -406,7 +408,15 @@ fn lease(name: &str) -> Option<ProbeLock> {
         return None;
     }
     let until = JsValue::from_f64(now + LEASE_MS);
-    call("setItem", &[&JsValue::from_str(name), &until])?;
+    // Storage that refuses the write (full, disabled) coordinates nothing:
+    // the probe goes out, as without storage (not "another tab holds it",
+    // which would hold every call of the key until its deadline).
+    if call("setItem", &[&JsValue::from_str(name), &until]).is_none() {
+        return Some(ProbeLock {
+            release: None,
+            lease: None,
+        });
+    }
     Some(ProbeLock {
         release: None,
         lease: Some((storage.clone(), name.to_owned())),

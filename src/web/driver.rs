@@ -22,9 +22,19 @@ use crate::policy::limiter::Acquire;
 /// Why the loop stops before an attempt: an error as it is, or the
 /// deadline (which ends the call with the failure its last retry was
 /// planned after, when there was one).
-enum Halt {
+pub(super) enum Halt {
     Error(CallError),
     OutOfTime,
+}
+
+/// What a call holding a half-open probe permit does after asking for
+/// the cross-tab probe lock (see `probe.rs`).
+pub(super) enum Probed {
+    /// Send the probe, holding the lock if there is one.
+    Go(Option<ProbeLock>),
+    /// Another tab's probe decided the key (or a probe permit came back
+    /// here): give the permit back and ask again.
+    Again,
 }
 
 impl From<CallError> for Halt {
@@ -148,7 +158,37 @@ impl Engine {
         call: &Call,
         c: &mut CallState<'_>,
     ) -> Result<(Attempt, Option<ProbeLock>), Halt> {
-        let permit = loop {
+        let (permit, probe_lock) = self.admission(call, c).await?;
+        if let Err(e) = self.acquire_slot(call, &c.deadline).await {
+            self.give_back(call, c, permit);
+            return Err(e.into());
+        }
+        // A slot (or a lock) that came right at the deadline: no attempt
+        // with nothing left to run in.
+        match self.decide(&call.request_id, |g| g.begin(c, permit, now_ms())) {
+            Some(send) => Ok((send, probe_lock)),
+            None => {
+                self.release_slot();
+                Err(Halt::OutOfTime)
+            }
+        }
+    }
+
+    /// The call admitted with `permit` makes no attempt after all.
+    fn give_back(&self, call: &Call, c: &CallState<'_>, permit: Option<Permit>) {
+        self.decide(&call.request_id, |g| g.abandon(c, permit, now_ms()));
+    }
+
+    /// Asks the policy core until it lets the call go (with its breaker
+    /// permit, and the probe lock a half-open probe holds), waiting as it
+    /// says: for the host to come online, out a hold, or for a half-open
+    /// probe's outcome (here or in another tab).
+    async fn admission(
+        &self,
+        call: &Call,
+        c: &mut CallState<'_>,
+    ) -> Result<(Option<Permit>, Option<ProbeLock>), Halt> {
+        loop {
             if call.cancel.is_cancelled() {
                 return Err(call.cancel.abort_error().into());
             }
@@ -156,7 +196,15 @@ impl Engine {
                 g.admit(c, now_ms(), is_offline(), rand01())
             });
             match admission {
-                Admission::Go(permit) => break permit,
+                Admission::Go(permit) => match self.probe_lock(call, c, permit).await {
+                    Ok(Probed::Go(lock)) => return Ok((permit, lock)),
+                    // Another tab's probe decided: give the permit back, ask again.
+                    Ok(Probed::Again) => self.give_back(call, c, permit),
+                    Err(halt) => {
+                        self.give_back(call, c, permit);
+                        return Err(halt);
+                    }
+                },
                 Admission::Online => self.wait_online(call, &c.deadline).await?,
                 Admission::Wait { ms, why, announce } => {
                     if announce {
@@ -170,52 +218,15 @@ impl Engine {
                         return Err(call.cancel.abort_error().into());
                     }
                 }
+                Admission::AwaitProbe(id) => {
+                    self.await_probe(call, c, id, f64::INFINITY).await?;
+                }
                 Admission::Stop(Stop::Deadline) => return Err(Halt::OutOfTime),
                 Admission::Stop(Stop::Offline) => return Err(offline_error(None).into()),
                 Admission::Stop(Stop::CircuitOpen { retry_in_ms }) => {
                     return Err(circuit_open(call, retry_in_ms).into())
                 }
             }
-        };
-        let abandon = |halt: Halt| {
-            self.decide(&call.request_id, |g| g.abandon(c, permit, now_ms()));
-            Err(halt)
-        };
-        let probe_lock = match self.probe_lock(call, &c.deadline, permit).await {
-            Ok(lock) => lock,
-            Err(halt) => return abandon(halt),
-        };
-        if let Err(e) = self.acquire_slot(call, &c.deadline).await {
-            return abandon(e.into());
-        }
-        // A slot (or a lock) that came right at the deadline: no attempt
-        // with nothing left to run in.
-        match self.decide(&call.request_id, |g| g.begin(c, permit, now_ms())) {
-            Some(send) => Ok((send, probe_lock)),
-            None => {
-                self.release_slot();
-                Err(Halt::OutOfTime)
-            }
-        }
-    }
-
-    /// One half-open probe across all tabs: the others stay open. The
-    /// lock may answer late: the wait ends on abort and deadline too.
-    async fn probe_lock(
-        &self,
-        call: &Call,
-        deadline: &Deadline,
-        permit: Option<Permit>,
-    ) -> Result<Option<ProbeLock>, Halt> {
-        let (Some(Permit::Probe), Some(x)) = (permit, self.crosstab.get()) else {
-            return Ok(None);
-        };
-        let lock = x.probe_lock(&call.spec.key);
-        match call.cancel.within(deadline.remaining(now_ms()), lock).await {
-            Ok(Some(lock)) => Ok(Some(lock)),
-            Ok(None) => Err(circuit_open(call, 0.0).into()),
-            Err(Wake::Cancelled) => Err(call.cancel.abort_error().into()),
-            Err(_) => Err(Halt::OutOfTime),
         }
     }
 

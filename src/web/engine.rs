@@ -20,7 +20,8 @@ use super::host::now_ms;
 use super::runtime::{Alarm, Gate, OnAbort, Wake};
 use super::storage::Memory;
 use super::vecmap::VecMap;
-use crate::policy::guard::Guard;
+use crate::policy::breaker::ProbeWaiter;
+use crate::policy::guard::{CallState, Guard};
 use crate::policy::limiter::WaiterId;
 use crate::policy::options::ClientConfig;
 
@@ -33,6 +34,8 @@ pub struct State {
     pub guard: Guard,
     /// Queued calls by waiter id: the gate a freed slot opens.
     waiters: VecMap<WaiterId, Gate>,
+    /// Calls waiting for a half-open probe: the gate its outcome opens.
+    probe_waits: VecMap<ProbeWaiter, Gate>,
     /// Calls in progress, so `close()` can cancel them.
     calls: VecMap<u64, Cancel>,
     /// Shared network calls in flight, by dedupe key.
@@ -62,6 +65,7 @@ impl Engine {
         let st = State {
             guard: Guard::new(&cfg),
             waiters: VecMap::new(),
+            probe_waits: VecMap::new(),
             calls: VecMap::new(),
             flights: VecMap::new(),
             counters: (0, 0),
@@ -134,6 +138,32 @@ impl Engine {
         let mut st = self.st.borrow_mut();
         st.waiters.remove(&id);
         !granted && !st.guard.leave_queue(id)
+    }
+
+    /// Parks a call waiting for a half-open probe until the probe's
+    /// outcome opens its gate (see [`Engine::wake_probe_waiters`]).
+    pub(super) fn park_probe_wait(&self, id: ProbeWaiter, gate: Gate) {
+        self.st.borrow_mut().probe_waits.insert(id, gate);
+    }
+
+    /// The call stops waiting for the probe (released, aborted, out of
+    /// time): forgotten here and in the key's queue.
+    pub(super) fn unpark_probe_wait(&self, c: &CallState, id: ProbeWaiter) {
+        let mut st = self.st.borrow_mut();
+        st.probe_waits.remove(&id);
+        st.guard.stop_waiting(c, id);
+    }
+
+    /// Opens the gates of the waiters the policy core released, in its
+    /// order (the executor polls them in that order: each asks again).
+    fn wake_probe_waiters(&self) {
+        let released = self.st.borrow_mut().guard.drain_released();
+        for id in &released {
+            let gate = self.st.borrow_mut().probe_waits.remove(id);
+            if let Some(g) = gate {
+                g.open(Wake::Done);
+            }
+        }
     }
 
     /// Runs a call to its end as its caller sees it: refused once the

@@ -19,6 +19,7 @@ mod fetch;
 mod hedge;
 mod host;
 mod options;
+mod probe;
 mod request;
 pub mod runtime;
 mod schema;

@@ -1,7 +1,9 @@
 // Cross-tab coordination: two pages of one origin in one browser context,
 // each with its own client. A breaker opened in one tab rejects at once in
-// the other, with no network; one half-open probe across both; a
-// Retry-After or a spent rate-limit quota seen by one tab holds the other back.
+// the other, with no network; one half-open probe across both, whose
+// outcome the other tab's calls wait for (the half-open hold, API.md revised
+// 2026-12-02); a Retry-After or a spent rate-limit quota seen by one tab
+// holds the other back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchChromium, startServers, watchErrors } from './browser.mjs';
@@ -28,8 +30,9 @@ after(async () => {
   await servers?.close();
 });
 
-const arrivals = async (id) =>
-  (await (await fetch(`${servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight).length;
+const probeLog = async (id) =>
+  (await (await fetch(`${servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
+const arrivals = async (id) => (await probeLog(id)).length;
 const call = (page, path, options = {}) => page.evaluate(async ([url, options]) => {
   const started = performance.now();
   try {
@@ -40,7 +43,7 @@ const call = (page, path, options = {}) => page.evaluate(async ([url, options]) 
   }
 }, [`${servers.fault}${path}`, options]);
 
-test('a breaker opened in one tab rejects in the other without network; one probe across both', async () => {
+test('a breaker opened in one tab rejects in the other without network; one probe across both, the other tab waits for it', async () => {
   for (let i = 0; i < 2; i++) await call(a, '/status/503?id=xt-a', { breakerKey: 'svc' });
   assert.equal(await a.evaluate(() => window.client.breakers()[0].state), 'open');
   await new Promise((r) => setTimeout(r, 100));
@@ -54,9 +57,12 @@ test('a breaker opened in one tab rejects in the other without network; one prob
     call(a, '/delay?ms=400&id=xt-probe&tab=a', { breakerKey: 'svc' }),
     call(b, '/delay?ms=400&id=xt-probe&tab=b', { breakerKey: 'svc' }),
   ]);
-  assert.equal(await arrivals('xt-probe'), 1, 'exactly one probe across both tabs');
-  assert.deepEqual([pa.ok, pb.ok].sort(), [false, true]);
-  assert.equal((pa.ok ? pb : pa).name, 'CircuitOpenError');
+  // One probe across both tabs; the other tab's call waited for its success
+  // (API.md revised 2026-12-02: it was rejected with CircuitOpenError before).
+  assert.deepEqual([pa.ok, pb.ok], [true, true], JSON.stringify([pa, pb]));
+  const log = await probeLog('xt-probe');
+  assert.equal(log.length, 2);
+  assert.ok(log[1].t >= log[0].finishedAt, 'the second call was sent after the probe had its answer');
 
   // The good probe closed the breaker in both tabs.
   await new Promise((r) => setTimeout(r, 100));
@@ -64,6 +70,45 @@ test('a breaker opened in one tab rejects in the other without network; one prob
     assert.equal(await page.evaluate(() => window.client.breakers().find((s) => s.key === 'svc').state), 'closed');
   }
   assert.equal((await call(b, '/echo?id=xt-after', { breakerKey: 'svc' })).ok, true);
+});
+
+test('a failed probe in one tab rejects the calls waiting in the other without sending', async () => {
+  for (let i = 0; i < 2; i++) await call(a, '/status/503?id=xt-f-open', { breakerKey: 'fail' });
+  await new Promise((r) => setTimeout(r, 1600));
+  const probe = call(a, '/delay?ms=600&status=503&id=xt-fail&tab=a', { breakerKey: 'fail' });
+  await new Promise((r) => setTimeout(r, 150));
+  const [pa, pb] = await Promise.all([probe, call(b, '/echo?id=xt-fail&tab=b', { breakerKey: 'fail' })]);
+  assert.equal(pa.name, 'HttpError', 'the probe failed');
+  assert.equal(pb.name, 'CircuitOpenError', JSON.stringify(pb));
+  assert.ok(pb.retryInMs > 0, `retryInMs ${pb.retryInMs}`);
+  assert.ok(pb.ms >= 300, `rejected after ${pb.ms} ms: it waited for the probe`);
+  assert.deepEqual((await probeLog('xt-fail')).map((e) => e.query.tab), ['a'], 'the waiting tab sent nothing');
+});
+
+test('a call waiting for another tab\'s probe ends at its deadline and on abort, sending nothing', async () => {
+  for (let i = 0; i < 2; i++) await call(a, '/status/503?id=xt-e-open', { breakerKey: 'end' });
+  await new Promise((r) => setTimeout(r, 1600));
+  const probe = call(a, '/delay?ms=1500&id=xt-end&tab=a', { breakerKey: 'end' });
+  await new Promise((r) => setTimeout(r, 150));
+  const timed = await call(b, '/echo?id=xt-end&tab=b', { breakerKey: 'end', deadlineMs: 300 });
+  assert.equal(timed.name, 'TimeoutError', JSON.stringify(timed));
+  assert.ok(timed.ms < 1000, `deadline settled after ${timed.ms} ms`);
+  const aborted = await b.evaluate(async (url) => {
+    const ctl = new AbortController();
+    setTimeout(() => ctl.abort('gone'), 200);
+    const t0 = performance.now();
+    try {
+      await window.client.request(url, { breakerKey: 'end', signal: ctl.signal });
+      return { ok: true };
+    } catch (e) {
+      return { name: e.name, reason: e.reason, ms: performance.now() - t0 };
+    }
+  }, `${servers.fault}/echo?id=xt-end&tab=b`);
+  assert.equal(aborted.name, 'AbortError', JSON.stringify(aborted));
+  assert.ok(aborted.ms < 1000, `abort settled after ${aborted.ms} ms`);
+  assert.equal((await probe).ok, true);
+  assert.deepEqual((await probeLog('xt-end')).map((e) => e.query.tab), ['a'], 'the waiting tab sent nothing');
+  assert.deepEqual(errors, []);
 });
 
 test('a Retry-After cooldown received by one tab holds the other back', async () => {

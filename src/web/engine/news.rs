@@ -1,8 +1,10 @@
-//! Breaker news. This tab's transitions become `breaker` events and
-//! messages for the other tabs, and the holds it sets go to them too; the
-//! other tabs' messages become this tab's state; and the first open
-//! breaker turns half-open when its period ends, by a timer, not when a
-//! call next asks. A child of `engine`: it reads the engine's own fields.
+//! Breaker news. Calls waiting for a half-open probe wake when its outcome
+//! (or another tab's news) releases them. This tab's transitions become
+//! `breaker` events and messages for the other tabs, and the holds it sets
+//! go to them too; the other tabs' messages become this tab's state; and
+//! the first open breaker turns half-open when its period ends, by a timer,
+//! not when a call next asks. A child of `engine`: it reads the engine's
+//! own fields.
 
 use super::Engine;
 use crate::policy::breaker::State as BreakerState;
@@ -16,6 +18,7 @@ impl Engine {
     /// holds it set; this tab's own transitions (`share`) go to the other
     /// tabs too.
     pub(super) fn flush(&self, request_id: &str, share: bool) {
+        self.wake_probe_waiters();
         let (transitions, holds) = {
             let g = &mut self.st.borrow_mut().guard;
             (g.drain_transitions(), g.drain_holds())
