@@ -156,8 +156,10 @@ export interface ClientOptions {
    * `new URL('./stormguard_bg.wasm', import.meta.url)` (esbuild), CDNs and
    * CSP-strict pages. Default: the file beside the package's entry. The
    * first createClient in a realm loads the module; a later, different
-   * value is ignored. A file that is not the module rejects with an
-   * OptionsError (`option: 'wasm'`) naming what was requested.
+   * value is ignored. A file that is not the module, or a value that cannot
+   * be read, rejects with an OptionsError (`option: 'wasm'`) naming what was
+   * requested; so does a load that has not finished within the client's
+   * `deadlineMs`, and a later createClient loads again.
    */
   wasm?: WasmSource;
 }
