@@ -80,13 +80,18 @@ export interface StorageOptions {
 
 /**
  * Header fields: a record, a `Headers`, a `Map` or `[name, value]` pairs.
+ * A record's `undefined` value is skipped (as ky and axios skip it); in a
+ * call's headers it removes the client's header of that name.
  * (No DOM lib needed: `Headers` comes from the DOM or from @types/node.)
  */
-export type HeadersLike = Record<string, string> | Headers | Iterable<readonly [string, string]>;
+export type HeadersLike = Record<string, string | undefined> | Headers | Iterable<readonly [string, string]>;
 
-/** Query fields: a record, a `URLSearchParams`, a `Map` or `[name, value]` pairs. */
+/**
+ * Query fields: a record, a `URLSearchParams`, a `Map` or `[name, value]`
+ * pairs. A record's `undefined` value is skipped (as ky and axios skip it).
+ */
 export type QueryLike =
-  | Record<string, string | number | boolean>
+  | Record<string, string | number | boolean | undefined>
   | URLSearchParams
   | Iterable<readonly [string, string | number | boolean]>;
 

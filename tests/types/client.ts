@@ -257,3 +257,11 @@ export function hierarchy(e: HttpError | QueueFullError | ParseError): Error {
   const base: StormguardError = e; // every class extends StormguardError extends Error
   return base;
 }
+
+export async function undefinedSkipped(client: Client): Promise<void> {
+  // ky and axios habits: undefined values are skipped (a call's undefined header removes the client's).
+  await client.request('/x', { query: { page: 1, q: undefined }, headers: { 'x-a': 'a', authorization: undefined } });
+  await createClient({ headers: { 'x-tenant': undefined } });
+  // @ts-expect-error null is not skipped: it is no value
+  await client.request('/x', { headers: { 'x-a': null } });
+}
