@@ -109,11 +109,31 @@ export function isStormguardError(e) {
   return e instanceof StormguardError || (typeof e === 'object' && e !== null && e[BRAND] === true);
 }
 
-/** An engine descriptor `{ name, message, ...fields }` as its class. */
+/** A JSON media type: application/json, or any `+json` (application/problem+json). */
+const JSON_TYPE = /^\s*(application\/json|[^;]*\/[^;]*\+json)\s*(;|$)/i;
+
+/**
+ * An engine descriptor `{ name, message, ...fields }` as its class. An
+ * HttpError's carries its response's `contentType`, dropped here: when that
+ * names JSON, the body read is parsed into `data` if it parses (the host's
+ * JSON.parse, here rather than in the wasm, where it measured larger).
+ */
 function toError(d) {
   if (d instanceof StormguardError) return d;
   const C = d && typeof d === 'object' && Object.hasOwn(CLASSES, d.name) ? CLASSES[d.name] : null;
-  return C ? new C(d.message, d) : d;
+  if (!C) return d;
+  const e = new C(d.message, d);
+  if ('contentType' in e) {
+    if (JSON_TYPE.test(e.contentType)) {
+      try {
+        e.data = JSON.parse(e.body);
+      } catch {
+        // Not JSON after all, or cut at 1024 characters: no data.
+      }
+    }
+    delete e.contentType;
+  }
+  return e;
 }
 const rethrow = (d) => { throw toError(d); };
 const closedError = () => new AbortError('call aborted', { reason: 'client closed' });

@@ -376,6 +376,11 @@ export declare class HttpError extends StormguardError {
   readonly statusText: string;
   /** At most 1024 UTF-16 code units of the decoded body; the rest is never read. */
   readonly body: string;
+  /**
+   * `body` parsed (the host's JSON.parse) when the response's content type is
+   * JSON (`application/json` or any `+json`) and it parses; else absent.
+   */
+  readonly data?: unknown;
   readonly retryDenied?: RetryDenied;
 }
 export declare class CircuitOpenError extends StormguardError {

@@ -26,6 +26,9 @@ pub enum ErrorKind {
         status: u16,
         status_text: String,
         body: JsValue,
+        /// The response's content type, from which the JS wrapper parses
+        /// `body` into `HttpError.data` (and drops this field).
+        content_type: JsValue,
     },
     CircuitOpen {
         key: String,
@@ -148,10 +151,14 @@ impl CallError {
                 status,
                 status_text,
                 body,
+                content_type,
             } => {
                 o.set("status", *status)
                     .set("statusText", status_text.as_str())
                     .set("body", body.clone());
+                if content_type.is_string() {
+                    o.set("contentType", content_type.clone());
+                }
             }
             ErrorKind::CircuitOpen { key, retry_in_ms } => {
                 o.set("key", key.as_str()).set("retryInMs", *retry_in_ms);

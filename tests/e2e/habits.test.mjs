@@ -1,7 +1,8 @@
 // Habits users bring from ky and axios (issue 25, items 4 and 5), through the
 // built package in Node and in Chromium against the fault server:
-// `undefined` skipped in `query` and `headers`. Each scenario is one function
-// run in both hosts (`globalThis.stormguard` is the package in either).
+// `HttpError.data` for JSON error bodies, and `undefined` skipped in `query`
+// and `headers`. Each scenario is one function run in both hosts
+// (`globalThis.stormguard` is the package in either).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchChromium, startServers, watchErrors } from './browser.mjs';
@@ -60,6 +61,39 @@ describe('undefined in query and headers', () => {
         headers: ['x-call', 'x-keep'], keep: 'k', call: 'call',
         ownHeaders: ['x-call', 'x-client', 'x-keep'],
       });
+    }
+  });
+});
+
+describe('HttpError.data', () => {
+  test('a JSON error body (application/json or +json) parsed; text, cut or broken JSON: absent', async () => {
+    const results = await inBoth(async ({ fault, id }) => {
+      const { createClient } = globalThis.stormguard;
+      const c = await createClient({ retry: false });
+      const get = async (q) => {
+        const e = await c.request(`${fault}/status/422?id=${id}&${q}`).catch((x) => x);
+        return { name: e.name, body: e.body, data: e.data, has: 'data' in e };
+      };
+      const enc = encodeURIComponent;
+      const out = {
+        json: await get(`type=json&body=${enc('{"error":"bad sku","fields":["sku"]}')}`),
+        problem: await get(`type=problem&body=${enc('{"type":"about:blank","title":"Unprocessable"}')}`),
+        literal: await get(`type=json&body=${enc('null')}`),
+        text: await get(`body=${enc('{"error":"bad sku"}')}`),
+        broken: await get(`type=json&body=${enc('{"error":')}`),
+        cut: await get(`type=json&body=${enc(JSON.stringify({ pad: 'x'.repeat(2000) }))}`),
+        empty: await get('type=json&body='),
+      };
+      c.close();
+      return out;
+    }, 'v-data');
+    for (const r of [results.node, results.page]) {
+      assert.deepEqual(r.json, { name: 'HttpError', body: '{"error":"bad sku","fields":["sku"]}', data: { error: 'bad sku', fields: ['sku'] }, has: true });
+      assert.deepEqual(r.problem.data, { type: 'about:blank', title: 'Unprocessable' });
+      assert.deepEqual([r.literal.has, r.literal.data], [true, null]);
+      for (const k of ['text', 'broken', 'cut', 'empty']) assert.equal(r[k].has, false, k);
+      assert.equal(r.text.body, '{"error":"bad sku"}');
+      assert.equal(r.cut.body.length, 1024);
     }
   });
 });

@@ -265,3 +265,17 @@ export async function undefinedSkipped(client: Client): Promise<void> {
   // @ts-expect-error null is not skipped: it is no value
   await client.request('/x', { headers: { 'x-a': null } });
 }
+
+export async function jsonErrorBodies(client: Client): Promise<void> {
+  try {
+    await client.request('/orders', { method: 'POST', body: {} });
+  } catch (e) {
+    if (e instanceof HttpError) {
+      // A JSON error body, parsed; unknown until narrowed.
+      const data: unknown = e.data;
+      // @ts-expect-error data is unknown
+      void e.data.title;
+      void data;
+    }
+  }
+}
