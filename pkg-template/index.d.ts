@@ -96,6 +96,54 @@ export type QueryLike =
   | Iterable<readonly [string, string | number | boolean]>;
 
 /**
+ * The Standard Schema interface (v1), which zod, valibot, arktype and others
+ * implement: `validate` takes any of them, with no dependency on one.
+ * Declared here as the specification publishes it.
+ */
+export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': StandardSchemaV1.Props<Input, Output>;
+}
+
+export declare namespace StandardSchemaV1 {
+  interface Props<Input = unknown, Output = Input> {
+    readonly version: 1;
+    readonly vendor: string;
+    readonly validate: (value: unknown) => Result<Output> | Promise<Result<Output>>;
+    readonly types?: Types<Input, Output> | undefined;
+  }
+  type Result<Output> = SuccessResult<Output> | FailureResult;
+  interface SuccessResult<Output> {
+    readonly value: Output;
+    readonly issues?: undefined;
+  }
+  interface FailureResult {
+    readonly issues: ReadonlyArray<Issue>;
+  }
+  interface Issue {
+    readonly message: string;
+    readonly path?: ReadonlyArray<PropertyKey | PathSegment> | undefined;
+  }
+  interface PathSegment {
+    readonly key: PropertyKey;
+  }
+  interface Types<Input = unknown, Output = Input> {
+    readonly input: Input;
+    readonly output: Output;
+  }
+  type InferInput<Schema extends StandardSchemaV1> = NonNullable<Schema['~standard']['types']>['input'];
+  type InferOutput<Schema extends StandardSchemaV1> = NonNullable<Schema['~standard']['types']>['output'];
+}
+
+/**
+ * `validate`: a predicate (false or a throw rejects the value; it must be
+ * synchronous) or a Standard Schema (sync or async; the call resolves with
+ * its output). A value that fails rejects `request()` with a ParseError
+ * (`issues`: the schema's, at most 20), never retried and never a breaker
+ * failure (the server answered).
+ */
+export type Validate = ((value: unknown) => boolean) | StandardSchemaV1;
+
+/**
  * Where the wasm module comes from: a URL (a string resolves against the
  * page's base URL; in Node a string without a scheme is a file path), a
  * fetched Response, its bytes, or a compiled WebAssembly.Module.
@@ -218,6 +266,8 @@ export interface RequestOptions extends CallOptions {
   body?: string | object;
   /** Default 'json'. */
   responseType?: ResponseType;
+  /** Checks the parsed body before the call resolves with it (see `Validate`). */
+  validate?: Validate;
 }
 
 /**
@@ -246,11 +296,13 @@ export interface SchemaOptions<T> extends RequestOptions {
   /** Served when there is neither a network copy nor a cached one. */
   fallback?: T;
   /**
-   * A response for which it returns false (or throws) is not cached and the
-   * result's `error` is a ParseError; it is not a breaker failure.
-   * Synchronous: a returned promise counts as a failure.
+   * A predicate or a Standard Schema (see `Validate`). A response that fails
+   * it is not cached and the result's `error` is a ParseError; it is not a
+   * breaker failure. A cached copy is checked with it too before it is
+   * served (one that fails is not served). `data` is the schema's output;
+   * the copy stored is the response as it came.
    */
-  validate?: (value: unknown) => boolean;
+  validate?: Validate;
   /** Default 'json'; a stored copy must be JSON or text. */
   responseType?: 'json' | 'text';
 }
@@ -322,6 +374,13 @@ export interface StormguardEvent {
 }
 
 export interface Client {
+  /** With a Standard Schema: resolves with its output, typed as it infers. */
+  request<S extends StandardSchemaV1>(
+    url: string | URL,
+    options: RequestOptions & { validate: S },
+  ): Promise<StandardSchemaV1.InferOutput<S>>;
+  /** With a type guard: resolves with what it guards. */
+  request<T>(url: string | URL, options: RequestOptions & { validate: (value: unknown) => value is T }): Promise<T>;
   request<T = unknown>(url: string | URL, options?: RequestOptions): Promise<T>;
   fetch(input: string | URL | Request, init?: RequestInit & CallOptions): Promise<Response>;
   /**
@@ -330,6 +389,14 @@ export interface Client {
    * the fallback or nothing, and `error`); rejects with AbortError when the
    * call is aborted, and with OptionsError for invalid options.
    */
+  schema<S extends StandardSchemaV1>(
+    url: string | URL,
+    options: SchemaOptions<StandardSchemaV1.InferOutput<S>> & { validate: S },
+  ): Promise<SchemaResult<StandardSchemaV1.InferOutput<S>>>;
+  schema<T>(
+    url: string | URL,
+    options: SchemaOptions<T> & { validate: (value: unknown) => value is T },
+  ): Promise<SchemaResult<T>>;
   schema<T = unknown>(url: string | URL, options?: SchemaOptions<T>): Promise<SchemaResult<T>>;
   stats(): Stats;
   breakers(): BreakerSnapshot[];
@@ -396,7 +463,10 @@ export declare class QueueFullError extends StormguardError {
 export declare class ParseError extends StormguardError {
   readonly name: 'ParseError';
   readonly code: 'PARSE';
+  /** What JSON.parse or `validate` threw (undefined when a predicate returned false). */
   readonly cause: unknown;
+  /** A Standard Schema's issues, at most 20 (a value `validate` rejected). */
+  readonly issues?: ReadonlyArray<StandardSchemaV1.Issue>;
 }
 export declare class OptionsError extends StormguardError {
   readonly name: 'OptionsError';

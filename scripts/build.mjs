@@ -156,7 +156,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // its .wasm, each gzip -9, counted as bench/size.mjs counts "stormguard". It
 // can only go down unless a commit raises it on purpose: to raise it, change
 // SIZE_BUDGET_BYTES here and say in that commit what the bytes buy.
-const SIZE_BUDGET_BYTES = 93_340; // 92,316 shipped on main after issue 19 (i19a + i19b) and issue 17 + 1 KB
+// 96,555: 93,340 + the 3,215 bytes that issue 27 item 5 (a bounded wasm load: JS +512) and issue 25 items
+// 4-5 (undefined skipped +170, HttpError.data +197, validate with a Standard Schema +2,336) add.
+const SIZE_BUDGET_BYTES = 96_555;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

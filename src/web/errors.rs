@@ -38,6 +38,12 @@ pub enum ErrorKind {
     Parse {
         cause: JsValue,
     },
+    /// A value that `validate` rejected (a `ParseError`): what it threw,
+    /// and a Standard Schema's issues (both may be undefined).
+    Invalid {
+        cause: JsValue,
+        issues: JsValue,
+    },
     Options(OptionsError),
 }
 
@@ -91,7 +97,7 @@ impl CallError {
             ErrorKind::Http { .. } => "HttpError",
             ErrorKind::CircuitOpen { .. } => "CircuitOpenError",
             ErrorKind::QueueFull => "QueueFullError",
-            ErrorKind::Parse { .. } => "ParseError",
+            ErrorKind::Parse { .. } | ErrorKind::Invalid { .. } => "ParseError",
             ErrorKind::Options(_) => "OptionsError",
         }
     }
@@ -116,6 +122,7 @@ impl CallError {
             ErrorKind::CircuitOpen { key, .. } => cat(&["circuit open for ", key]),
             ErrorKind::QueueFull => "concurrency queue is full".into(),
             ErrorKind::Parse { .. } => "response body could not be parsed".into(),
+            ErrorKind::Invalid { .. } => "response rejected by validate()".into(),
             ErrorKind::Options(e) => cat(&["invalid option ", &e.option, ": ", &e.reason]),
         }
     }
@@ -146,6 +153,12 @@ impl CallError {
             }
             ErrorKind::Parse { cause } => {
                 o.set("cause", cause.clone());
+            }
+            ErrorKind::Invalid { cause, issues } => {
+                o.set("cause", cause.clone());
+                if !issues.is_undefined() {
+                    o.set("issues", issues.clone());
+                }
             }
             ErrorKind::Http {
                 status,
