@@ -109,11 +109,31 @@ export function isStormguardError(e) {
   return e instanceof StormguardError || (typeof e === 'object' && e !== null && e[BRAND] === true);
 }
 
-/** An engine descriptor `{ name, message, ...fields }` as its class. */
+/** A JSON media type: application/json, or any `+json` (application/problem+json). */
+const JSON_TYPE = /^\s*(application\/json|[^;]*\/[^;]*\+json)\s*(;|$)/i;
+
+/**
+ * An engine descriptor `{ name, message, ...fields }` as its class. An
+ * HttpError's carries its response's `contentType`, dropped here: when that
+ * names JSON, the body read is parsed into `data` if it parses (the host's
+ * JSON.parse, here rather than in the wasm, where it measured larger).
+ */
 function toError(d) {
   if (d instanceof StormguardError) return d;
   const C = d && typeof d === 'object' && Object.hasOwn(CLASSES, d.name) ? CLASSES[d.name] : null;
-  return C ? new C(d.message, d) : d;
+  if (!C) return d;
+  const e = new C(d.message, d);
+  if ('contentType' in e) {
+    if (JSON_TYPE.test(e.contentType)) {
+      try {
+        e.data = JSON.parse(e.body);
+      } catch {
+        // Not JSON after all, or cut at 1024 characters: no data.
+      }
+    }
+    delete e.contentType;
+  }
+  return e;
 }
 const rethrow = (d) => { throw toError(d); };
 const closedError = () => new AbortError('call aborted', { reason: 'client closed' });
@@ -318,12 +338,26 @@ export async function loadWasm(glue, source, fromUrl) {
   const { kind, value } = source ?? { kind: 'url' };
   let input = value;
   let where = '';
-  if (kind === 'url') ({ input, where } = await fromUrl(value));
-  else if (kind === 'response') {
-    where = value.url;
-    input = await wasmFromResponse(value);
-  } else if (kind === 'bytes') input = checkWasmBytes(value);
+  try {
+    if (kind === 'url') ({ input, where } = await fromUrl(value));
+    else if (kind === 'response') {
+      where = value.url;
+      input = await wasmFromResponse(value);
+    } else if (kind === 'bytes') input = checkWasmBytes(value);
+  } catch (e) {
+    // A Response that is not one (only its tag says so), a body stream that
+    // errors, a detached buffer: the value is unusable, not the host broken.
+    throw isStormguardError(e) ? e : unreadable(e, where);
+  }
   await instantiate(glue, input, where);
+}
+
+/** A failure to read what `where` gave (not its content), as the OptionsError that names it. */
+function unreadable(e, where) {
+  return new OptionsError(
+    `stormguard: ${where || 'the wasm option'} could not be read (${e?.name}: ${e?.message}). ${WASM_FIX}`,
+    { option: 'wasm', cause: e },
+  );
 }
 
 /** The failure to compile or instantiate what `where` gave, as the OptionsError that names it. */
@@ -343,10 +377,18 @@ function notThisModule(e, where) {
 async function compile(input, where) {
   try {
     if (tag(input) === '[object WebAssembly.Module]') return input;
-    if (typeof Response === 'function' && input instanceof Response) return await WebAssembly.compileStreaming(input);
+    if (typeof Response === 'function' && input instanceof Response) {
+      try {
+        return await WebAssembly.compileStreaming(input);
+      } catch (e) {
+        // Its bytes were not a module, or its body could not be read (an
+        // aborted download, a stream that errors).
+        throw e?.name === 'CompileError' ? e : unreadable(e, where);
+      }
+    }
     return await WebAssembly.compile(input);
   } catch (e) {
-    throw notThisModule(e, where);
+    throw isStormguardError(e) ? e : notThisModule(e, where);
   }
 }
 
@@ -359,11 +401,19 @@ async function compile(input, where) {
 async function instantiate(glue, input, where) {
   const module = await compile(input, where);
   try {
-    glue.finish(await WebAssembly.instantiate(module, glue.imports()), module);
+    const instance = await WebAssembly.instantiate(module, glue.imports());
+    // Two loads of different sources may run at once: the glue takes the
+    // first instance only (the clients made on it keep pointing into it).
+    if (finished.has(glue)) return;
+    glue.finish(instance, module);
+    finished.add(glue);
   } catch (e) {
     throw notThisModule(e, where);
   }
 }
+
+/** The glues that hold an instance (one per realm and entry). */
+const finished = new WeakSet();
 
 /**
  * The default module (`url()`, the file beside the browser entry) fetched and
@@ -374,8 +424,9 @@ async function instantiate(glue, input, where) {
  * `wasm` option then fetches only what that names. Only http(s) URLs are
  * fetched early (not a jsdom page's file: URL).
  *
- * `take()` hands the load over once (a promise of `{ input, where }`, input a
- * compiled Module), or undefined when none was started or it was taken;
+ * `take(signal)` hands the load over once (a promise of `{ input, where }`,
+ * input a compiled Module; `signal` aborts the download), or undefined when
+ * none was started or it was taken;
  * `cancel()` stops it (the first createClient names another module), aborting
  * the download if it is under way.
  */
@@ -402,8 +453,9 @@ export function earlyWasm(url) {
     pending.catch(() => {}); // reported by the createClient that takes it
   });
   return {
-    take() {
+    take(signal) {
       const p = pending;
+      if (p) signal?.addEventListener('abort', () => controller.abort(), { once: true });
       pending = undefined;
       state = 'taken';
       return p;
@@ -416,24 +468,103 @@ export function earlyWasm(url) {
   };
 }
 
+const DEFAULT_DEADLINE_MS = 20000;
+
 /**
- * Builds createClient over `load(source)`, which instantiates the wasm once
- * from `source` (the first createClient's `wasm` option as `{ kind, value }`,
- * or undefined for the file beside the package). A load that fails is not
- * cached: a later createClient (with another `wasm`) tries again.
+ * How long createClient waits for the module: the client's `deadlineMs`
+ * when it is a valid one, else its default (the engine reports an invalid
+ * one once the module is in).
+ */
+function loadDeadline(options) {
+  let ms;
+  try {
+    ms = options?.deadlineMs;
+  } catch {
+    ms = undefined;
+  }
+  return Number.isInteger(ms) && ms > 0 && ms <= 2 ** 31 - 1 ? ms : DEFAULT_DEADLINE_MS;
+}
+
+/** What a load that has not finished in time is named by in its error. */
+function sourceName(source) {
+  if (source === undefined) return 'stormguard_bg.wasm (the file beside the package)';
+  return source.kind === 'url' ? String(source.value) : `the wasm option's ${source.kind}`;
+}
+
+/**
+ * Builds createClient over `load(source, signal)`, which instantiates the
+ * wasm once from `source` (the createClient's `wasm` option as
+ * `{ kind, value }`, or undefined for the file beside the package) and
+ * stops fetching when `signal` aborts.
+ *
+ * Every createClient waits for the module at most its `deadlineMs`, then
+ * rejects with OptionsError('wasm'). Calls naming the same source (the
+ * default one included) share its load; a load no call waits for any more
+ * is aborted and forgotten, as is one that failed: a later createClient
+ * tries again, and one with another source loads that at once, whatever an
+ * earlier load is still doing. The first load to finish is the realm's
+ * module; a call waiting for another load takes it too.
  */
 export function makeCreateClient(load) {
-  let ready = null;
+  let wasm = null;
+  let loaded;
+  const whenLoaded = new Promise((resolve) => {
+    loaded = resolve;
+  });
+  /** Loads under way, by source value (undefined: the default file). */
+  const loads = new Map();
+
+  function start(source) {
+    const key = source?.value;
+    const controller = new AbortController();
+    const l = { controller, waiting: 0, settled: false, promise: load(source, controller.signal) };
+    const end = () => {
+      l.settled = true;
+      if (loads.get(key) === l) loads.delete(key);
+    };
+    l.promise.then((glue) => {
+      end();
+      wasm ??= glue;
+      loaded(wasm);
+    }, end);
+    loads.set(key, l);
+    return l;
+  }
+
+  /** The module, within `ms`; rejects with the load's error or OptionsError('wasm'). */
+  async function wait(source, ms) {
+    const l = loads.get(source?.value) ?? start(source);
+    l.waiting++;
+    let timer;
+    try {
+      return await new Promise((resolve, reject) => {
+        timer = setTimeout(() => {
+          reject(
+            new OptionsError(
+              `stormguard: loading the wasm module from ${sourceName(source)} did not finish within ${ms} ms ` +
+                `(the client's deadlineMs). ${WASM_FIX}`,
+              { option: 'wasm' },
+            ),
+          );
+        }, ms);
+        l.promise.then(resolve, reject);
+        whenLoaded.then(resolve);
+      });
+    } finally {
+      clearTimeout(timer);
+      if (--l.waiting === 0 && !l.settled) {
+        l.controller.abort();
+        if (loads.get(source?.value) === l) loads.delete(source?.value);
+      }
+    }
+  }
+
   return async function createClient(options) {
     const source = readWasmOption(options);
-    if (!ready) {
+    if (!wasm) {
       checkHost();
-      ready = load(source);
-      ready.catch(() => {
-        ready = null;
-      });
+      wasm ??= await wait(source, loadDeadline(options));
     }
-    const wasm = await ready;
     let inner;
     try {
       inner = new wasm.Client(options);

@@ -88,15 +88,68 @@ export interface StorageOptions {
 
 /**
  * Header fields: a record, a `Headers`, a `Map` or `[name, value]` pairs.
+ * A record's `undefined` value is skipped (as ky and axios skip it); in a
+ * call's headers it removes the client's header of that name.
  * (No DOM lib needed: `Headers` comes from the DOM or from @types/node.)
  */
-export type HeadersLike = Record<string, string> | Headers | Iterable<readonly [string, string]>;
+export type HeadersLike = Record<string, string | undefined> | Headers | Iterable<readonly [string, string]>;
 
-/** Query fields: a record, a `URLSearchParams`, a `Map` or `[name, value]` pairs. */
+/**
+ * Query fields: a record, a `URLSearchParams`, a `Map` or `[name, value]`
+ * pairs. A record's `undefined` value is skipped (as ky and axios skip it).
+ */
 export type QueryLike =
-  | Record<string, string | number | boolean>
+  | Record<string, string | number | boolean | undefined>
   | URLSearchParams
   | Iterable<readonly [string, string | number | boolean]>;
+
+/**
+ * The Standard Schema interface (v1), which zod, valibot, arktype and others
+ * implement: `validate` takes any of them, with no dependency on one.
+ * Declared here as the specification publishes it.
+ */
+export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': StandardSchemaV1.Props<Input, Output>;
+}
+
+export declare namespace StandardSchemaV1 {
+  interface Props<Input = unknown, Output = Input> {
+    readonly version: 1;
+    readonly vendor: string;
+    readonly validate: (value: unknown) => Result<Output> | Promise<Result<Output>>;
+    readonly types?: Types<Input, Output> | undefined;
+  }
+  type Result<Output> = SuccessResult<Output> | FailureResult;
+  interface SuccessResult<Output> {
+    readonly value: Output;
+    readonly issues?: undefined;
+  }
+  interface FailureResult {
+    readonly issues: ReadonlyArray<Issue>;
+  }
+  interface Issue {
+    readonly message: string;
+    readonly path?: ReadonlyArray<PropertyKey | PathSegment> | undefined;
+  }
+  interface PathSegment {
+    readonly key: PropertyKey;
+  }
+  interface Types<Input = unknown, Output = Input> {
+    readonly input: Input;
+    readonly output: Output;
+  }
+  type InferInput<Schema extends StandardSchemaV1> = NonNullable<Schema['~standard']['types']>['input'];
+  type InferOutput<Schema extends StandardSchemaV1> = NonNullable<Schema['~standard']['types']>['output'];
+}
+
+/**
+ * `validate`: a predicate (false or a throw rejects the value; it must be
+ * synchronous) or a Standard Schema (sync or async; the call resolves with
+ * its output). A value that fails rejects `request()` with a ParseError
+ * (`issues`: the schema's, at most 20), never retried and never a breaker
+ * failure (the server answered).
+ */
+export type Validate = ((value: unknown) => boolean) | StandardSchemaV1;
 
 /**
  * Where the wasm module comes from: a URL (a string resolves against the
@@ -167,8 +220,10 @@ export interface ClientOptions {
    * `new URL('./stormguard_bg.wasm', import.meta.url)` (esbuild), CDNs and
    * CSP-strict pages. Default: the file beside the package's entry. The
    * first createClient in a realm loads the module; a later, different
-   * value is ignored. A file that is not the module rejects with an
-   * OptionsError (`option: 'wasm'`) naming what was requested.
+   * value is ignored. A file that is not the module, or a value that cannot
+   * be read, rejects with an OptionsError (`option: 'wasm'`) naming what was
+   * requested; so does a load that has not finished within the client's
+   * `deadlineMs`, and a later createClient loads again.
    */
   wasm?: WasmSource;
 }
@@ -225,6 +280,8 @@ export interface RequestOptions extends CallOptions {
   body?: string | object;
   /** Default 'json'. */
   responseType?: ResponseType;
+  /** Checks the parsed body before the call resolves with it (see `Validate`). */
+  validate?: Validate;
 }
 
 /**
@@ -260,11 +317,13 @@ name:value` line each, names lower-cased, in the order
   /** Served when there is neither a network copy nor a cached one. */
   fallback?: T;
   /**
-   * A response for which it returns false (or throws) is not cached and the
-   * result's `error` is a ParseError; it is not a breaker failure.
-   * Synchronous: a returned promise counts as a failure.
+   * A predicate or a Standard Schema (see `Validate`). A response that fails
+   * it is not cached and the result's `error` is a ParseError; it is not a
+   * breaker failure. A cached copy is checked with it too before it is
+   * served (one that fails is not served). `data` is the schema's output;
+   * the copy stored is the response as it came.
    */
-  validate?: (value: unknown) => boolean;
+  validate?: Validate;
   /** Default 'json'; a stored copy must be JSON or text. */
   responseType?: 'json' | 'text';
 }
@@ -336,6 +395,13 @@ export interface StormguardEvent {
 }
 
 export interface Client {
+  /** With a Standard Schema: resolves with its output, typed as it infers. */
+  request<S extends StandardSchemaV1>(
+    url: string | URL,
+    options: RequestOptions & { validate: S },
+  ): Promise<StandardSchemaV1.InferOutput<S>>;
+  /** With a type guard: resolves with what it guards. */
+  request<T>(url: string | URL, options: RequestOptions & { validate: (value: unknown) => value is T }): Promise<T>;
   request<T = unknown>(url: string | URL, options?: RequestOptions): Promise<T>;
   fetch(input: string | URL | Request, init?: RequestInit & CallOptions): Promise<Response>;
   /**
@@ -344,6 +410,14 @@ export interface Client {
    * the fallback or nothing, and `error`); rejects with AbortError when the
    * call is aborted, and with OptionsError for invalid options.
    */
+  schema<S extends StandardSchemaV1>(
+    url: string | URL,
+    options: SchemaOptions<StandardSchemaV1.InferOutput<S>> & { validate: S },
+  ): Promise<SchemaResult<StandardSchemaV1.InferOutput<S>>>;
+  schema<T>(
+    url: string | URL,
+    options: SchemaOptions<T> & { validate: (value: unknown) => value is T },
+  ): Promise<SchemaResult<T>>;
   schema<T = unknown>(url: string | URL, options?: SchemaOptions<T>): Promise<SchemaResult<T>>;
   stats(): Stats;
   breakers(): BreakerSnapshot[];
@@ -390,6 +464,11 @@ export declare class HttpError extends StormguardError {
   readonly statusText: string;
   /** At most 1024 UTF-16 code units of the decoded body; the rest is never read. */
   readonly body: string;
+  /**
+   * `body` parsed (the host's JSON.parse) when the response's content type is
+   * JSON (`application/json` or any `+json`) and it parses; else absent.
+   */
+  readonly data?: unknown;
   readonly retryDenied?: RetryDenied;
 }
 export declare class CircuitOpenError extends StormguardError {
@@ -405,7 +484,10 @@ export declare class QueueFullError extends StormguardError {
 export declare class ParseError extends StormguardError {
   readonly name: 'ParseError';
   readonly code: 'PARSE';
+  /** What JSON.parse or `validate` threw (undefined when a predicate returned false). */
   readonly cause: unknown;
+  /** A Standard Schema's issues, at most 20 (a value `validate` rejected). */
+  readonly issues?: ReadonlyArray<StandardSchemaV1.Issue>;
 }
 export declare class OptionsError extends StormguardError {
   readonly name: 'OptionsError';

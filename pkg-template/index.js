@@ -26,15 +26,15 @@ const early = earlyWasm(beside);
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
 const glue = { Client, finish, imports };
 
-export const createClient = makeCreateClient(async (source) => {
+export const createClient = makeCreateClient(async (source, signal) => {
   if (source !== undefined) early.cancel();
   await loadWasm(glue, source, async (value) => {
     if (value === undefined) {
-      const started = early.take();
+      const started = early.take(signal);
       if (started) return started;
     }
     const url = value === undefined ? beside() : new URL(value, base());
-    return { input: await fetchWasm(url), where: url.href };
+    return { input: await fetchWasm(url, { signal }), where: url.href };
   });
   return glue;
 });

@@ -20,10 +20,10 @@ export {
 const FILE = 'stormguard_bg.wasm';
 
 /** A file's bytes, checked; OptionsError naming the path and the fix when it is missing. */
-async function readWasm(path) {
+async function readWasm(path, signal) {
   let bytes;
   try {
-    bytes = await readFile(path);
+    bytes = await readFile(path, { signal });
   } catch (e) {
     throw new OptionsError(
       `stormguard: could not read the wasm module ${path} (${e.code ?? e.message}). A bundler may have moved ` +
@@ -39,17 +39,17 @@ async function readWasm(path) {
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
 const glue = { Client, finish, imports };
 
-export const createClient = makeCreateClient(async (source) => {
+export const createClient = makeCreateClient(async (source, signal) => {
   await loadWasm(glue, source, async (value) => {
     if (value === undefined) {
       const where = fileURLToPath(new URL(FILE, String(import.meta.url)));
-      return { input: await readWasm(where), where };
+      return { input: await readWasm(where, signal), where };
     }
     // A URL with a scheme (file:, http:, https:, data:), else a file path.
     const url = /^[a-z][a-z0-9+.-]+:/i.test(value) && URL.canParse(value) ? new URL(value) : null;
-    if (url && url.protocol !== 'file:') return { input: await fetchWasm(url), where: url.href };
+    if (url && url.protocol !== 'file:') return { input: await fetchWasm(url, { signal }), where: url.href };
     const where = url ? fileURLToPath(url) : value;
-    return { input: await readWasm(where), where };
+    return { input: await readWasm(where, signal), where };
   });
   return glue;
 });

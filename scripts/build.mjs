@@ -156,7 +156,11 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // its .wasm, each gzip -9, counted as bench/size.mjs counts "stormguard". It
 // can only go down unless a commit raises it on purpose: to raise it, change
 // SIZE_BUDGET_BYTES here and say in that commit what the bytes buy.
-const SIZE_BUDGET_BYTES = 96_393; // 95,369 shipped after issue 27 (scoped holds +0.8 KB, SHA-256 keys and the stubbed-clock fix +1.2 KB) and issue 26 item 1 (the half-open hold +1.3 KB) + 1 KB
+// 99,608: 95,369 shipped after issue 27 items 1-4, 6-8 (scoped holds +0.8 KB, SHA-256 keys and the
+// stubbed-clock fix +1.2 KB) and issue 26 item 1 (the half-open hold +1.3 KB), + the 3,215 bytes that
+// issue 27 item 5 (a bounded wasm load: JS +512) and issue 25 items 4-5 (undefined skipped +170,
+// HttpError.data +197, validate with a Standard Schema +2,336) add, + 1 KB.
+const SIZE_BUDGET_BYTES = 99_608;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

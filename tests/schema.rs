@@ -456,26 +456,33 @@ async fn validate_false_is_not_cached_and_not_a_breaker_failure() {
     assert_source(&r, "network");
     let stored = ls_get(&format!("{prefix}doc")).unwrap();
 
-    // A rejected (or throwing) validate serves the cache and stores nothing.
-    let r = schema_with(&c, &ok, with("return false")).await.unwrap();
-    assert_source(&r, "cache");
-    assert_eq!(error_name(&r), "ParseError");
-    let r = schema_with(&c, &ok, with("throw new TypeError('bad shape')"))
+    // A network copy that validate rejects (or throws on) is not stored;
+    // the cached copy, which it accepts, is served.
+    let second = format!("{ok}&n=2");
+    let r = schema_with(&c, &second, with("return v.query.n !== '2'"))
         .await
         .unwrap();
     assert_source(&r, "cache");
+    assert_eq!(error_name(&r), "ParseError");
+    let throws = "if (v.query.n === '2') throw new TypeError('bad shape'); return true";
+    let r = schema_with(&c, &second, with(throws)).await.unwrap();
+    assert_source(&r, "cache");
     assert_eq!(text(&get(&get(&r, "error"), "cause"), "name"), "TypeError");
     assert_eq!(ls_get(&format!("{prefix}doc")).unwrap(), stored);
+    // A cached copy is checked too: one that validate rejects is not served.
+    let r = schema_with(&c, &ok, with("return false")).await.unwrap();
+    assert_source(&r, "none");
+    assert_eq!(error_name(&r), "ParseError");
 
     // The breaker (which opens on one failure) saw only successes.
     let breakers = c.breakers();
     assert_eq!(breakers.length(), 1);
     assert_eq!(text(&breakers.get(0), "state"), "closed");
     assert_eq!(num(&breakers.get(0), "failureRate"), 0.0);
-    assert_eq!(stat(&c, "failures"), 3.0);
+    assert_eq!(stat(&c, "failures"), 4.0);
     let r = schema(&c, &ok, r#"{"cacheKey": "doc"}"#).await;
     assert_source(&r, "network");
-    assert_eq!(server_log(&id).await.length(), 5);
+    assert_eq!(server_log(&id).await.length(), 6);
     ls_remove_prefix(&prefix);
 }
 

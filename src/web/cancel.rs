@@ -13,9 +13,10 @@ use std::future::Future;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
+use web_sys::AbortSignal;
 
 use super::errors::{CallError, ErrorKind};
-use super::runtime::{Either, Gate, Race, Stop, Wake};
+use super::runtime::{Either, Gate, OnAbort, Race, Stop, Wake};
 
 /// What cancelled a call.
 #[derive(Clone)]
@@ -77,6 +78,13 @@ impl Cancel {
     /// Attempts begun so far.
     pub fn attempts(&self) -> u32 {
         self.0.borrow().attempts
+    }
+
+    /// Cancels the call when the caller's `signal` aborts (at once if it
+    /// has), for as long as the guard lives.
+    pub fn follow(&self, signal: Option<&AbortSignal>) -> Option<OnAbort> {
+        let cancel = self.clone();
+        OnAbort::new(signal?, move |why| cancel.cancel(CancelReason::Caller(why)))
     }
 
     /// Registers an attempt's stop switch until the guard is dropped.

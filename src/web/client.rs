@@ -17,6 +17,7 @@ use super::options::{read_client, Reader};
 use super::request::{Builder, Built};
 use super::runtime::spawn_promise;
 use super::schema;
+use super::validate::{self, Check};
 use crate::policy::options::{ClientConfig, OptionsError};
 
 /// The storage prefix's default, which also names the cross-tab channel.
@@ -58,14 +59,24 @@ impl Client {
 
     /// `client.request(url, options)`: resolves with the parsed body.
     pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
-        let built = self.builder.request(&self.engine, &url, &options, false);
-        self.spawn(built)
+        let built = self
+            .builder
+            .request(&self.engine, &url, &options, false)
+            .and_then(|(call, signal)| {
+                let check = validate::read(&Reader::new(&options, "options")?)?
+                    .map(|v| Check::new(v, &call, signal.as_ref()));
+                Ok(((call, signal), check))
+            });
+        match built {
+            Ok((built, check)) => self.spawn(Ok(built), check),
+            Err(e) => self.spawn(Err(e), None),
+        }
     }
 
     /// `client.fetch(input, init)`: a drop-in for the global fetch.
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
         let built = self.builder.fetch(&self.engine, &input, &init);
-        self.spawn(built)
+        self.spawn(built, None)
     }
 
     /// The package's wrapper hands in its descriptor-to-class function, so
@@ -163,13 +174,24 @@ impl Client {
         })
     }
 
-    /// Runs a built call; rejects with the error's class instance.
-    fn spawn(&self, built: Result<Built, OptionsError>) -> Promise {
+    /// Runs a built call, its value checked by `check`; rejects with the
+    /// error's class instance.
+    fn spawn(&self, built: Result<Built, OptionsError>, check: Option<Check>) -> Promise {
         let make = self.make_error.clone();
         match built {
             Ok((call, signal)) => {
-                let run = self.engine.clone().call(call, signal);
-                spawn_promise(async move { run.await.map_err(|d| to_class(&make, d)) })
+                let engine = self.engine.clone();
+                let run = engine.clone().call(call, signal);
+                spawn_promise(async move {
+                    let value = match (run.await, check) {
+                        (Ok(v), Some(c)) => c.check(v).await.map_err(|e| {
+                            engine.st.borrow_mut().guard.failed();
+                            e.to_js()
+                        }),
+                        (done, _) => done,
+                    };
+                    value.map_err(|d| to_class(&make, d))
+                })
             }
             Err(e) => Promise::reject(&to_class(&make, options_error(e))),
         }

@@ -17,7 +17,7 @@ use super::crosstab::CrossTab;
 use super::dedupe::{Flight, Lead, Waiter};
 use super::events::Listeners;
 use super::host::now_ms;
-use super::runtime::{Alarm, Gate, OnAbort, Wake};
+use super::runtime::{Alarm, Gate, Wake};
 use super::storage::Memory;
 use super::vecmap::VecMap;
 use crate::policy::breaker::ProbeWaiter;
@@ -181,6 +181,8 @@ impl Engine {
             } if !self.is_closed() => key.clone(),
             _ => return self.run_linked(call, signal).await,
         };
+        // A shared call's attempts, for what its caller checks afterwards.
+        let mine = call.cancel.clone();
         let mut me = Waiter {
             request_id: call.request_id.clone(),
             started_ms: now_ms(),
@@ -201,7 +203,10 @@ impl Engine {
             // the network call's.
             me.deadline_ms = Some(call.spec.cfg.deadline_ms);
             let seat = f.seat();
-            return f.join(seat, signal, me).await;
+            let attempts = f.cancel.clone();
+            let out = f.join(seat, signal, me).await;
+            mine.begin_attempt(attempts.attempts());
+            return out;
         }
         let copy_response = call.mode.response_type() == Some(ResponseType::Response);
         let flight = Rc::new(Flight::new(copy_response));
@@ -225,14 +230,17 @@ impl Engine {
             outcome
         });
         let seat = flight.seat();
-        Lead {
+        let attempts = flight.cancel.clone();
+        let out = Lead {
             network: Some(network),
             join: Box::pin(flight.clone().join(seat.clone(), signal, me)),
             flight,
             seat,
             answer: None,
         }
-        .await
+        .await;
+        mine.begin_attempt(attempts.attempts());
+        out
     }
 
     async fn run_linked(
@@ -251,10 +259,7 @@ impl Engine {
             }
             st.calls.insert(id, call.cancel.clone());
         }
-        let _link = signal.as_ref().and_then(|s| {
-            let cancel = call.cancel.clone();
-            OnAbort::new(s, move |why| cancel.cancel(CancelReason::Caller(why)))
-        });
+        let _link = call.cancel.follow(signal.as_ref());
         let result = self.run(&call).await;
         self.st.borrow_mut().calls.remove(&id);
         result

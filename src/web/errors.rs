@@ -26,6 +26,9 @@ pub enum ErrorKind {
         status: u16,
         status_text: String,
         body: JsValue,
+        /// The response's content type, from which the JS wrapper parses
+        /// `body` into `HttpError.data` (and drops this field).
+        content_type: JsValue,
     },
     CircuitOpen {
         key: String,
@@ -34,6 +37,12 @@ pub enum ErrorKind {
     QueueFull,
     Parse {
         cause: JsValue,
+    },
+    /// A value that `validate` rejected (a `ParseError`): what it threw,
+    /// and a Standard Schema's issues (both may be undefined).
+    Invalid {
+        cause: JsValue,
+        issues: JsValue,
     },
     Options(OptionsError),
 }
@@ -88,7 +97,7 @@ impl CallError {
             ErrorKind::Http { .. } => "HttpError",
             ErrorKind::CircuitOpen { .. } => "CircuitOpenError",
             ErrorKind::QueueFull => "QueueFullError",
-            ErrorKind::Parse { .. } => "ParseError",
+            ErrorKind::Parse { .. } | ErrorKind::Invalid { .. } => "ParseError",
             ErrorKind::Options(_) => "OptionsError",
         }
     }
@@ -113,6 +122,7 @@ impl CallError {
             ErrorKind::CircuitOpen { key, .. } => cat(&["circuit open for ", key]),
             ErrorKind::QueueFull => "concurrency queue is full".into(),
             ErrorKind::Parse { .. } => "response body could not be parsed".into(),
+            ErrorKind::Invalid { .. } => "response rejected by validate()".into(),
             ErrorKind::Options(e) => cat(&["invalid option ", &e.option, ": ", &e.reason]),
         }
     }
@@ -144,14 +154,24 @@ impl CallError {
             ErrorKind::Parse { cause } => {
                 o.set("cause", cause.clone());
             }
+            ErrorKind::Invalid { cause, issues } => {
+                o.set("cause", cause.clone());
+                if !issues.is_undefined() {
+                    o.set("issues", issues.clone());
+                }
+            }
             ErrorKind::Http {
                 status,
                 status_text,
                 body,
+                content_type,
             } => {
                 o.set("status", *status)
                     .set("statusText", status_text.as_str())
                     .set("body", body.clone());
+                if content_type.is_string() {
+                    o.set("contentType", content_type.clone());
+                }
             }
             ErrorKind::CircuitOpen { key, retry_in_ms } => {
                 o.set("key", key.as_str()).set("retryInMs", *retry_in_ms);

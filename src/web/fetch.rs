@@ -145,10 +145,12 @@ impl AttemptEnd {
                 body,
                 ..
             } => {
+                let content_type = content_type(&response, &body);
                 let e = CallError::new(ErrorKind::Http {
                     status,
                     status_text,
                     body,
+                    content_type,
                 });
                 return Err((e, Some(response)));
             }
@@ -357,6 +359,21 @@ async fn read_ok(resp: AnyResponse, rt: Option<ResponseType>) -> Result<AttemptE
         }
     };
     Ok(AttemptEnd::Done(value))
+}
+
+/// The error response's content type (a string, else undefined), for
+/// `request()` (whose error body was read): the JS wrapper parses the body
+/// into `HttpError.data` when it names JSON (pkg-template/core.js, toError).
+fn content_type(response: &JsValue, body: &JsValue) -> JsValue {
+    if !body.is_string() {
+        return JsValue::UNDEFINED;
+    }
+    response
+        .unchecked_ref::<AnyResponse>()
+        .headers()
+        .ok()
+        .and_then(|h| h.get_header("content-type").ok())
+        .unwrap_or_default()
 }
 
 /// What an answer's fields say: the quota it announces (if the call obeys

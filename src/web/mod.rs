@@ -24,6 +24,7 @@ mod request;
 pub mod runtime;
 mod schema;
 mod storage;
+mod validate;
 mod vecmap;
 
 pub use client::Client;

@@ -165,8 +165,9 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A `Record<string, string>` (headers, query values are read elsewhere).
-    pub fn string_record(&self, k: &str) -> Result<Vec<(String, String)>, OptionsError> {
+    /// A `Record<string, string | undefined>` (headers; query values are
+    /// read elsewhere); an undefined value is `None` (as ky and axios skip it).
+    pub fn string_record(&self, k: &str) -> Result<Vec<(String, Option<String>)>, OptionsError> {
         let Some(v) = self.value(k)? else {
             return Ok(Vec::new());
         };
@@ -180,8 +181,9 @@ impl<'a> Reader<'a> {
             pairs(&v).map_err(|_| OptionsError::new(&join(self.prefix, k), "could not be read"))?;
         let mut out = Vec::with_capacity(entries.length() as usize);
         for pair in entries.iter() {
-            match pair_of(&pair).map(|(n, v)| (n.as_string(), v.as_string())) {
-                Some((Some(name), Some(value))) => out.push((name, value)),
+            match pair_of(&pair).map(|(n, v)| (n.as_string(), v)) {
+                Some((Some(name), v)) if v.is_undefined() => out.push((name, None)),
+                Some((Some(name), v)) if v.is_string() => out.push((name, v.as_string())),
                 _ => {
                     return Err(OptionsError::new(
                         &join(self.prefix, k),

@@ -34,7 +34,8 @@ pub type Built = (Call, Option<AbortSignal>);
 pub struct Builder {
     /// `baseUrl` as a JS string, passed to `new URL` as it is.
     base_url: Option<JsValue>,
-    headers: Vec<(String, String)>,
+    /// Its `headers` (an undefined value, `None`, is sent as none).
+    headers: Vec<(String, Option<String>)>,
     /// Prefixes this client's request ids.
     tag: String,
 }
@@ -117,13 +118,16 @@ impl Builder {
         Ok((call, signal))
     }
 
-    /// The client's headers, then the call's.
-    fn headers(&self, call_headers: &[(String, String)]) -> Result<Headers> {
+    /// The client's headers, then the call's (an undefined one removes
+    /// the client's of that name).
+    fn headers(&self, call_headers: &[(String, Option<String>)]) -> Result<Headers> {
         let headers = Headers::new().map_err(|_| OptionsError::new("headers", "unsupported"))?;
-        for (k, v) in self.headers.iter().chain(call_headers.iter()) {
-            headers.set(k, v).map_err(|_| {
-                OptionsError::new("headers", "holds an invalid header name or value")
-            })?;
+        for (k, v) in self.headers.iter().chain(call_headers) {
+            match v {
+                Some(v) => headers.set(k, v),
+                None => headers.delete(k),
+            }
+            .map_err(|_| OptionsError::new("headers", "holds an invalid header name or value"))?;
         }
         Ok(headers)
     }
@@ -166,7 +170,7 @@ impl Builder {
         };
         let headers = request.headers();
         for (k, v) in &self.headers {
-            if !headers.has(k).unwrap_or(true) {
+            if let (Some(v), false) = (v, headers.has(k).unwrap_or(true)) {
                 let _ = headers.set(k, v);
             }
         }
@@ -392,10 +396,10 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
     key
 }
 
-fn check_headers(headers: &[(String, String)], option: &str) -> Result<()> {
+fn check_headers(headers: &[(String, Option<String>)], option: &str) -> Result<()> {
     let h = Headers::new().map_err(|_| OptionsError::new(option, "unsupported"))?;
     for (k, v) in headers {
-        h.append(k, v)
+        h.append(k, v.as_deref().unwrap_or_default())
             .map_err(|_| OptionsError::new(option, "holds an invalid header name or value"))?;
     }
     match h.get("Idempotency-Key").ok().flatten() {
@@ -426,6 +430,10 @@ fn set_query(url: &Url, query: &JsValue) -> Result<()> {
                 "must be an object or [name, value] pairs",
             ));
         };
+        // Skipped, as ky and axios skip it.
+        if v.is_undefined() {
+            continue;
+        }
         let k = k.as_string().unwrap_or_default();
         let value = scalar(&v);
         query_value(value)?;

@@ -12,7 +12,9 @@
 //! answers. A body that `validate` rejects is not stored and becomes a
 //! `ParseError` (counted in `stats().failures`, like a body that does not
 //! parse); the engine has already recorded the attempt as a breaker success,
-//! since the server did answer.
+//! since the server did answer. A cached copy is checked with `validate`
+//! too before it is served (one that fails is not), and what is served is
+//! its output: the copy stored is the response as it came.
 //!
 //! A copy is one user's document when the call carried credentials
 //! (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-API-Key`, the
@@ -25,19 +27,16 @@
 
 use std::rc::Rc;
 
-use js_sys::Function;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
 use super::call::Call;
 use super::convert::{get, Obj};
 use super::engine::Engine;
-use super::errors::{CallError, ErrorKind};
 use super::events::At;
-use super::host::now_ms;
 use super::options::{scalar, Reader};
 use super::storage::{Fault, Store};
+use super::validate::{self, Check, Validate};
 use crate::policy::call_options;
 use crate::policy::options::OptionsError;
 
@@ -50,7 +49,7 @@ pub struct SchemaOptions {
     max_age_ms: Option<f64>,
     /// `undefined` when not given.
     fallback: JsValue,
-    validate: Option<Function>,
+    validate: Option<Validate>,
 }
 
 pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsError> {
@@ -69,13 +68,7 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
     };
     let max_age_ms = call_options::max_age_ms(r.num("maxAgeMs")?)?;
     let fallback = r.value("fallback")?.unwrap_or(JsValue::UNDEFINED);
-    let validate = match r.value("validate")? {
-        Some(v) if !v.is_null() => Some(
-            v.dyn_into::<Function>()
-                .map_err(|_| OptionsError::new("validate", "must be a function"))?,
-        ),
-        _ => None,
-    };
+    let validate = validate::read(&r)?;
     // Keyed by URL alone, a POST's (a GraphQL query's) copy would answer
     // another body's call: only GET and HEAD get a default key.
     let key = match cache_key {
@@ -94,10 +87,11 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
 
 /// The URL, then a `\nname:value` line per header of the call's own
 /// (`options.headers`, names lower-cased, in the order given); the URL
-/// alone for a call without any, as before headers were part of it.
-fn default_key(url: &str, own: &[(String, String)]) -> String {
+/// alone for a call without any, as before headers were part of it. An
+/// `undefined` header (which removes the client's) is no line.
+fn default_key(url: &str, own: &[(String, Option<String>)]) -> String {
     let mut key = url.to_owned();
-    for (k, v) in own {
+    for (k, v) in own.iter().filter_map(|(k, v)| Some((k, v.as_deref()?))) {
         key.push('\n');
         let name = key.len();
         key.push_str(k);
@@ -123,28 +117,28 @@ pub async fn run(
         call.spec.method.clone(),
         call.url.clone(),
     );
-    let started = now_ms();
     let store = Store::new(engine.cfg.storage.as_ref(), &engine.memory);
     let mut faults = Vec::new();
+    // An abort while an async schema answers ends the call as any abort does.
+    let check = o.validate.map(|v| Check::new(v, &call, signal.as_ref()));
+    let checked = |value| validate::checked(check.as_ref(), value);
     let error = match engine.clone().call(call, signal).await {
-        Ok(value) => match validate(o.validate.as_ref(), &value) {
-            Ok(()) => {
+        // The copy stored is the response, not the schema's output: a
+        // cached copy is checked (and transformed) again before it is served.
+        Ok(value) => match checked(value.clone()).await {
+            Ok(output) => {
                 if let Some(key) = &o.key {
                     store.save(key, &o.version, &value, &mut faults);
                 }
                 report(&engine, &request_id, faults);
-                return Ok(result(value, "network", None, None));
+                return Ok(result(output, "network", None, None));
             }
-            Err(cause) => {
+            Err(e) => {
                 engine.st.borrow_mut().guard.failed();
-                let e = CallError::new(ErrorKind::Parse { cause });
-                let d = e.stamped(&request_id, 0, now_ms() - started).to_js();
-                let _ = js_sys::Reflect::set(
-                    &d,
-                    &JsValue::from_str("message"),
-                    &JsValue::from_str("response rejected by validate()"),
-                );
-                d
+                match e.name() {
+                    "AbortError" => return Err(e.to_js()),
+                    _ => e.to_js(),
+                }
             }
         },
         Err(e) if error_name(&e).as_deref() == Some("AbortError") => return Err(e),
@@ -155,8 +149,17 @@ pub async fn run(
         .as_ref()
         .and_then(|k| store.load(k, &o.version, o.max_age_ms, &mut faults));
     report(&engine, &request_id, faults);
+    // A cached copy that fails `validate` is not served.
+    let cached = match cached {
+        Some(c) => match checked(c.data).await {
+            Ok(data) => Some((data, c.age_ms)),
+            Err(e) if e.name() == "AbortError" => return Err(e.to_js()),
+            Err(_) => None,
+        },
+        None => None,
+    };
     let (data, source, age_ms) = match cached {
-        Some(c) => (c.data, "cache", Some(c.age_ms)),
+        Some((data, age_ms)) => (data, "cache", Some(age_ms)),
         None if !o.fallback.is_undefined() => (o.fallback, "fallback", None),
         None => (JsValue::UNDEFINED, "none", None),
     };
@@ -173,21 +176,6 @@ pub async fn run(
         });
     }
     Ok(result(data, source, age_ms, Some(error)))
-}
-
-/// `Err(cause)` when `validate` returns something falsy or throws. A
-/// promise (an async validate) is a failure: its answer would come too late
-/// to decide, and a promise is always truthy.
-fn validate(f: Option<&Function>, value: &JsValue) -> Result<(), JsValue> {
-    match f.map(|f| f.call1(&JsValue::UNDEFINED, value)) {
-        None => Ok(()),
-        Some(Ok(v)) if get(&v, "then").is_ok_and(|t| t.is_function()) => {
-            Err(js_sys::TypeError::new("validate() must return a boolean, not a promise").into())
-        }
-        Some(Ok(v)) if v.is_truthy() => Ok(()),
-        Some(Ok(_)) => Err(JsValue::UNDEFINED),
-        Some(Err(thrown)) => Err(thrown),
-    }
 }
 
 fn error_name(descriptor: &JsValue) -> Option<String> {

@@ -7,6 +7,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,10 +15,46 @@ import { launchChromium, root, startServers, watchErrors } from './browser.mjs';
 
 const pkg = join(root, 'pkg');
 const wasmFile = join(pkg, 'stormguard_bg.wasm');
-let servers, browser, app;
+let servers, browser, app, stall;
+
+/**
+ * A server of wasm downloads that stall: `/never` never answers;
+ * `/stall-once/<id>.wasm` sends its headers (application/wasm) and the
+ * module's first bytes, then nothing more, the first time an id is asked
+ * for, and the whole module after that. `closed(id)`: how many of the
+ * stalled requests of that id the client has since given up on.
+ */
+async function startStallServer() {
+  const seen = new Map();
+  const gone = new Map();
+  const server = createServer((req, res) => {
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    const m = /^\/stall-once\/([\w-]+)\.wasm$/.exec(new URL(req.url, 'http://x').pathname);
+    if (!m) return; // /never
+    const id = m[1];
+    const n = (seen.get(id) ?? 0) + 1;
+    seen.set(id, n);
+    const bytes = readFileSync(wasmFile);
+    res.writeHead(200, { 'content-type': 'application/wasm', 'content-length': String(bytes.length), connection: 'close' });
+    if (n > 1) return res.end(bytes);
+    res.write(bytes.subarray(0, 64));
+    req.socket.on('close', () => gone.set(id, (gone.get(id) ?? 0) + 1));
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    requests: (id) => seen.get(id) ?? 0,
+    closed: (id) => gone.get(id) ?? 0,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(r));
+    },
+  };
+}
 
 before(async () => {
   servers = await startServers();
+  stall = await startStallServer();
   // A project with the package installed (a symlink to pkg/), to resolve it by name.
   app = mkdtempSync(join(tmpdir(), 'stormguard-loading-'));
   mkdirSync(join(app, 'node_modules'));
@@ -27,6 +64,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await servers?.close();
+  await stall?.close();
   if (app) rmSync(app, { recursive: true, force: true });
 });
 
@@ -156,6 +194,82 @@ describe('the wasm option in Node', () => {
     assert.deepEqual(out, { first: 'OptionsError', method: 'GET' });
   });
 
+  test('a wasm load that stalls rejects with OptionsError after deadlineMs, stops its download, and is not kept', async () => {
+    const out = await node(`import { readFileSync } from 'node:fs';
+      import { createClient } from 'stormguard';
+      const bytes = readFileSync(${JSON.stringify(wasmFile)});
+      const timed = async (p) => {
+        const t0 = performance.now();
+        return p.then((c) => ({ ok: typeof c.request, ms: performance.now() - t0 }),
+          (e) => ({ name: e.name, option: e.option, message: e.message, ms: performance.now() - t0 }));
+      };
+      const never = await timed(createClient({ wasm: ${JSON.stringify(`${stall.url}/never`)}, deadlineMs: 300 }));
+      const stalled = await timed(createClient({ wasm: ${JSON.stringify(`${stall.url}/stall-once/node.wasm`)}, deadlineMs: 300 }));
+      const endless = new Response(new ReadableStream({ start(c) { c.enqueue(bytes.subarray(0, 64)); } }),
+        { headers: { 'content-type': 'application/wasm' } });
+      const body = await timed(createClient({ wasm: endless, deadlineMs: 300 }));
+      // The same URL again: a new download, which this time finishes.
+      const again = await timed(createClient({ wasm: ${JSON.stringify(`${stall.url}/stall-once/node.wasm`)}, deadlineMs: 5000 }));
+      process.stdout.write(JSON.stringify({ never, stalled, body, again }));`);
+    for (const k of ['never', 'stalled', 'body']) {
+      assert.equal(out[k].name, 'OptionsError', k);
+      assert.equal(out[k].option, 'wasm', k);
+      assert.match(out[k].message, /did not finish within 300 ms/, k);
+      assert.ok(out[k].ms >= 290 && out[k].ms < 3000, `${k}: ${out[k].ms} ms`);
+    }
+    assert.match(out.never.message, new RegExp(`${stall.url}/never`));
+    assert.equal(out.again.ok, 'function');
+    assert.equal(stall.requests('node'), 2);
+    assert.equal(stall.closed('node'), 1, 'the stalled download was aborted');
+  });
+
+  test('while a load stalls, a createClient with valid bytes loads at once, and the stalled call takes that module', async () => {
+    const out = await node(`import { readFileSync } from 'node:fs';
+      import { createClient } from 'stormguard';
+      const t0 = performance.now();
+      const stalled = createClient({ wasm: ${JSON.stringify(`${stall.url}/never`)}, deadlineMs: 10000 })
+        .then((c) => ({ ok: typeof c.request, ms: performance.now() - t0 }), (e) => ({ name: e.name, message: e.message }));
+      const c = await createClient({ wasm: readFileSync(${JSON.stringify(wasmFile)}) });
+      const loadedMs = performance.now() - t0;
+      const body = await c.request(${JSON.stringify(`${servers.fault}/echo?id=load-stalled`)});
+      process.stdout.write(JSON.stringify({ loadedMs, method: body.method, stalled: await stalled }));`);
+    assert.equal(out.method, 'GET');
+    assert.ok(out.loadedMs < 5000, `${out.loadedMs} ms`);
+    assert.equal(out.stalled.ok, 'function', JSON.stringify(out.stalled));
+    assert.ok(out.stalled.ms < 5000, `the stalled call ended with the load: ${out.stalled.ms} ms`);
+  });
+
+  test('a used Response, an erroring stream, a detached buffer, a fake Response: OptionsError, not a TypeError', async () => {
+    const out = await node(`import { readFileSync } from 'node:fs';
+      import { createClient } from 'stormguard';
+      const bytes = readFileSync(${JSON.stringify(wasmFile)});
+      const used = new Response(bytes, { headers: { 'content-type': 'application/wasm' } });
+      await used.arrayBuffer();
+      const usedPlain = new Response(bytes);
+      await usedPlain.arrayBuffer();
+      const erroring = (type) => new Response(new ReadableStream({ pull(c) { c.error(new Error('disk gone')); } }),
+        type ? { headers: { 'content-type': type } } : undefined);
+      const detached = bytes.buffer.slice(0);
+      const detachedView = new Uint8Array(detached);
+      structuredClone(detached, { transfer: [detached] });
+      const cases = {
+        used, usedPlain, erroring: erroring(), erroringWasm: erroring('application/wasm'), detached,
+        detachedView,
+        fakeProto: Object.create(Response.prototype),
+        fakeTag: { [Symbol.toStringTag]: 'Response', ok: true, status: 200 },
+      };
+      const out = {};
+      for (const [k, wasm] of Object.entries(cases)) {
+        out[k] = await createClient({ wasm }).then(() => 'loaded', (e) => ({ name: e.name, option: e.option, message: e.message }));
+      }
+      process.stdout.write(JSON.stringify(out));`);
+    for (const [k, e] of Object.entries(out)) {
+      assert.deepEqual([e.name, e.option], ['OptionsError', 'wasm'], `${k}: ${JSON.stringify(e)}`);
+    }
+    assert.match(out.used.message, /could not be read \(TypeError: /);
+    assert.match(out.erroring.message, /could not be read/);
+  });
+
   test('a host without fetch, Headers, Request, Response: createClient names them and the fix', async () => {
     for (const type of ['module', 'commonjs']) {
       const load = type === 'module' ? `const { createClient } = await import('stormguard');` : `const { createClient } = require('stormguard');`;
@@ -256,6 +370,119 @@ describe('the wasm option in a page', () => {
     assert.match(result.html.message, new RegExp(`${servers.site}/tests/e2e/pages/esm\\.html is not a WebAssembly module`));
     assert.match(result.html.message, /content-type text\/html/);
     assert.equal(result.loaded, 'function');
+  });
+});
+
+describe('a wasm load that stalls, and unusable wasm values, in a page', () => {
+  before(async () => {
+    browser ??= await launchChromium();
+  });
+
+  test('a URL that never answers and a body that never ends: OptionsError after deadlineMs; valid bytes load meanwhile', async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+      await page.waitForFunction(() => window.ready === true);
+      const out = await page.evaluate(async ({ stallUrl, fault }) => {
+        const { createClient } = window.stormguard;
+        const timed = async (p) => {
+          const t0 = performance.now();
+          return p.then((c) => ({ ok: typeof c.request, ms: performance.now() - t0 }),
+            (e) => ({ name: e.name, option: e.option, message: e.message, ms: performance.now() - t0 }));
+        };
+        const head = new Uint8Array(await (await fetch('/pkg/stormguard_bg.wasm')).arrayBuffer()).slice(0, 64);
+        const endless = (type) => new Response(new ReadableStream({ start(c) { c.enqueue(head); } }),
+          { headers: { 'content-type': type } });
+        const never = await timed(createClient({ wasm: `${stallUrl}/never`, deadlineMs: 300 }));
+        const stalled = await timed(createClient({ wasm: `${stallUrl}/stall-once/page.wasm`, deadlineMs: 300 }));
+        const bodyWasm = await timed(createClient({ wasm: endless('application/wasm'), deadlineMs: 300 }));
+        const bodyPlain = await timed(createClient({ wasm: endless('application/octet-stream'), deadlineMs: 300 }));
+        // A stalled load is pending while bytes are given: they load at once.
+        const pending = timed(createClient({ wasm: `${stallUrl}/never`, deadlineMs: 10000 }));
+        const bytes = await (await fetch('/pkg/stormguard_bg.wasm')).arrayBuffer();
+        const c = await timed(createClient({ wasm: bytes }));
+        const method = (await (await createClient()).request(`${fault}/echo?id=page-stalled`)).method;
+        return { never, stalled, bodyWasm, bodyPlain, c, method, pending: await pending };
+      }, { stallUrl: stall.url, fault: servers.fault });
+      for (const k of ['never', 'stalled', 'bodyWasm', 'bodyPlain']) {
+        assert.deepEqual([out[k].name, out[k].option], ['OptionsError', 'wasm'], `${k}: ${JSON.stringify(out[k])}`);
+        assert.match(out[k].message, /did not finish within 300 ms/, k);
+        assert.ok(out[k].ms >= 290 && out[k].ms < 3000, `${k}: ${out[k].ms} ms`);
+      }
+      assert.equal(out.c.ok, 'function');
+      assert.ok(out.c.ms < 5000, `${out.c.ms} ms`);
+      assert.equal(out.method, 'GET');
+      assert.equal(out.pending.ok, 'function', JSON.stringify(out.pending));
+      assert.equal(stall.closed('page'), 1, 'the stalled download was aborted');
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('the default download stalls after its headers: OptionsError after deadlineMs, then the next createClient loads', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      let served = 0;
+      // The first request for the default file goes to a server that stalls after the headers.
+      await page.route(`${servers.site}/pkg/stormguard_bg.wasm`, (route) =>
+        served++ === 0 ? route.continue({ url: `${stall.url}/stall-once/default.wasm` }) : route.continue());
+      await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+      await page.waitForFunction(() => window.ready === true);
+      const out = await page.evaluate(async () => {
+        const t0 = performance.now();
+        const first = await window.stormguard.createClient({ deadlineMs: 300 })
+          .then(() => 'loaded', (e) => ({ name: e.name, option: e.option, message: e.message, ms: performance.now() - t0 }));
+        const second = await window.stormguard.createClient().then((c) => typeof c.request);
+        return { first, second };
+      });
+      assert.deepEqual([out.first.name, out.first.option], ['OptionsError', 'wasm'], JSON.stringify(out.first));
+      assert.match(out.first.message, /stormguard_bg\.wasm \(the file beside the package\) did not finish within 300 ms/);
+      assert.ok(out.first.ms >= 290 && out.first.ms < 3000, `${out.first.ms} ms`);
+      assert.equal(out.second, 'function');
+      assert.equal(served, 2);
+      assert.equal(stall.requests('default'), 1);
+      for (let i = 0; i < 50 && stall.closed('default') === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(stall.closed('default'), 1, 'the stalled download was aborted');
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a used Response, an erroring stream, a detached buffer, a fake Response: OptionsError, not a TypeError', async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+      await page.waitForFunction(() => window.ready === true);
+      const out = await page.evaluate(async () => {
+        const { createClient } = window.stormguard;
+        const used = await fetch('/pkg/stormguard_bg.wasm');
+        await used.arrayBuffer();
+        const usedPlain = new Response('x');
+        await usedPlain.text();
+        const erroring = (type) => new Response(new ReadableStream({ pull(c) { c.error(new Error('disk gone')); } }),
+          { headers: { 'content-type': type } });
+        const detached = await (await fetch('/pkg/stormguard_bg.wasm')).arrayBuffer();
+        const detachedView = new Uint8Array(detached);
+        structuredClone(detached, { transfer: [detached] });
+        const cases = {
+          used, usedPlain, erroring: erroring('text/plain'), erroringWasm: erroring('application/wasm'), detached,
+          detachedView, fakeProto: Object.create(Response.prototype),
+          fakeTag: { [Symbol.toStringTag]: 'Response', ok: true, status: 200 },
+        };
+        const out = {};
+        for (const [k, wasm] of Object.entries(cases)) {
+          out[k] = await createClient({ wasm }).then(() => 'loaded', (e) => ({ name: e.name, option: e.option, message: e.message }));
+        }
+        return out;
+      });
+      for (const [k, e] of Object.entries(out)) {
+        assert.deepEqual([e.name, e.option], ['OptionsError', 'wasm'], `${k}: ${JSON.stringify(e)}`);
+      }
+      assert.match(out.used.message, /could not be read \(TypeError: /);
+    } finally {
+      await page.close();
+    }
   });
 });
 

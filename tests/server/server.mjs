@@ -625,7 +625,8 @@ export async function startServer({
     }
     const headers = retryAfterHeader(query.retryAfter);
     if (query.body !== undefined) {
-      return send(ctx, code, query.body, { 'Content-Type': query.type === 'json' ? 'application/json' : 'text/plain; charset=utf-8', ...headers });
+      const types = { json: 'application/json', problem: 'application/problem+json' };
+      return send(ctx, code, query.body, { 'Content-Type': types[query.type] ?? 'text/plain; charset=utf-8', ...headers });
     }
     return sendJson(ctx, code, { status: code }, headers);
   }

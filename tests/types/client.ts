@@ -5,7 +5,7 @@ import {
 } from 'stormguard';
 import type {
   Client, ClientOptions, RetryOptions, SchemaOptions, SchemaResult, Stats, StormguardEvent,
-  BreakerSnapshot, AnyStormguardError,
+  BreakerSnapshot, AnyStormguardError, StandardSchemaV1,
 } from 'stormguard';
 
 /** Compiles only when A and B are the same type. */
@@ -256,4 +256,80 @@ export async function errors(client: Client): Promise<void> {
 export function hierarchy(e: HttpError | QueueFullError | ParseError): Error {
   const base: StormguardError = e; // every class extends StormguardError extends Error
   return base;
+}
+
+export async function undefinedSkipped(client: Client): Promise<void> {
+  // ky and axios habits: undefined values are skipped (a call's undefined header removes the client's).
+  await client.request('/x', { query: { page: 1, q: undefined }, headers: { 'x-a': 'a', authorization: undefined } });
+  await createClient({ headers: { 'x-tenant': undefined } });
+  // @ts-expect-error null is not skipped: it is no value
+  await client.request('/x', { headers: { 'x-a': null } });
+}
+
+export async function jsonErrorBodies(client: Client): Promise<void> {
+  try {
+    await client.request('/orders', { method: 'POST', body: {} });
+  } catch (e) {
+    if (e instanceof HttpError) {
+      // A JSON error body, parsed; unknown until narrowed.
+      const data: unknown = e.data;
+      // @ts-expect-error data is unknown
+      void e.data.title;
+      void data;
+    }
+  }
+}
+
+export async function validation(client: Client): Promise<void> {
+  // A Standard Schema as zod, valibot and arktype declare theirs: the call resolves with its output.
+  const userSchema: StandardSchemaV1<unknown, User> = {
+    '~standard': { version: 1, vendor: 'test', validate: (v) => ({ value: v as User }) },
+  };
+  const user = await client.request('/users/1', { validate: userSchema, timeoutMs: 100 });
+  expectType<typeof user, User>(true);
+  // A transform: input and output differ; the output is what resolves.
+  const dated: StandardSchemaV1<string, Date> = {
+    '~standard': {
+      version: 1, vendor: 'test',
+      validate: async (v) => (typeof v === 'string' ? { value: new Date(v) } : { issues: [{ message: 'not a date', path: ['at'] }] }),
+    },
+  };
+  const when = await client.request('/now', { validate: dated });
+  expectType<typeof when, Date>(true);
+  // A library's own copy of the interface (another declaration, the same shape) fits too.
+  interface TheirSchema<O> { readonly '~standard': { readonly version: 1; readonly vendor: string;
+    readonly validate: (v: unknown) => { readonly value: O; readonly issues?: undefined } | { readonly issues: ReadonlyArray<{ readonly message: string }> };
+    readonly types?: { readonly input: unknown; readonly output: O } } }
+  const theirs = {} as TheirSchema<Layout>;
+  const layout = await client.request('/layout', { validate: theirs });
+  expectType<typeof layout, Layout>(true);
+  // A type guard narrows; a plain predicate leaves the caller's type (unknown by default).
+  const isUser = (v: unknown): v is User => typeof v === 'object' && v !== null && 'id' in v;
+  const guarded = await client.request('/users/1', { validate: isUser });
+  expectType<typeof guarded, User>(true);
+  const checked = await client.request('/x', { validate: (v: unknown): boolean => v !== null });
+  expectType<typeof checked, unknown>(true);
+  const named = await client.request<User>('/x', { validate: (v: unknown): boolean => v !== null });
+  expectType<typeof named, User>(true);
+  // @ts-expect-error validate is a function or a Standard Schema
+  await client.request('/x', { validate: 'yes' });
+  // @ts-expect-error a Standard Schema has version 1
+  await client.request('/x', { validate: { '~standard': { version: 2, vendor: 'x', validate: () => ({ value: 1 }) } } });
+
+  // schema(): the result's data is the schema's output.
+  const doc = await client.schema('/users/1', { validate: userSchema, cacheKey: 'me', fallback: { id: 0, name: '' } });
+  expectType<typeof doc.data, User | undefined>(true);
+  const guardedDoc = await client.schema('/users/1', { validate: isUser });
+  expectType<typeof guardedDoc.data, User | undefined>(true);
+  const options: SchemaOptions<User> = { validate: userSchema };
+  void options;
+
+  try {
+    await client.request('/users/1', { validate: userSchema });
+  } catch (e) {
+    if (e instanceof ParseError) {
+      const issues: ReadonlyArray<StandardSchemaV1.Issue> | undefined = e.issues;
+      void issues?.[0]?.message;
+    }
+  }
 }
