@@ -171,10 +171,14 @@ pub enum Ended<'a> {
     Network {
         offline: bool,
     },
-    /// Never sent: a header function, the auth token or a `beforeRequest`
-    /// hook failed, or the attempt's time ran out in them. The server
-    /// learnt nothing: no sample, no attempt counted, no retry.
-    Unsent,
+    /// A hook, a header function or the auth token failed (threw, gave
+    /// something unusable, or ran out the attempt's time): the call ends
+    /// with that, never retried, and it is no breaker sample (the server is
+    /// not at fault). `sent: false`: before the request went out, so no
+    /// attempt is counted either.
+    Hook {
+        sent: bool,
+    },
     /// A non-2xx answer. `retry_after`: the header, when present (it
     /// decides even malformed); `reset_ms`: the rate-limit reset, the wait
     /// of a 429/503 without one.
@@ -1338,16 +1342,24 @@ mod tests {
     }
 
     #[test]
-    fn an_unsent_attempt_is_no_attempt_no_sample_and_ends_the_call() {
+    fn a_failed_hook_ends_the_call_without_a_sample_and_uncounted_if_unsent() {
         let client = cfg();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
         let mut c = g.start(spec(&cc, "GET"), 0.0);
         let s = send(&mut g, &mut c, 0.0);
-        assert!(g.decides(&Ended::Unsent), "it ends a round of hedges");
-        assert_eq!(settle(&mut g, &mut c, &s, Ended::Unsent, 1.0), Verdict::End);
+        let unsent = Ended::Hook { sent: false };
+        assert!(g.decides(&unsent), "it ends a round of hedges");
+        assert_eq!(settle(&mut g, &mut c, &s, unsent, 1.0), Verdict::End);
         assert_eq!((c.attempts(), g.stats.attempts), (0, 0));
         assert_eq!(window(&mut g, 1.0), (0, 0));
         assert_eq!(g.in_flight(), 0);
+        // an afterResponse hook that failed: sent, counted, still no sample
+        let mut c = g.start(spec(&cc, "GET"), 2.0);
+        let s = send(&mut g, &mut c, 2.0);
+        let answered = Ended::Hook { sent: true };
+        assert_eq!(settle(&mut g, &mut c, &s, answered, 3.0), Verdict::End);
+        assert_eq!((c.attempts(), g.stats.attempts), (1, 1));
+        assert_eq!(window(&mut g, 3.0), (0, 0));
     }
 }

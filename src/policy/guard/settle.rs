@@ -13,7 +13,7 @@ impl Guard {
         match end {
             Ended::Status { status, .. } => !self.failure_statuses.contains(status),
             Ended::Network { .. } | Ended::Timeout => false,
-            Ended::Success | Ended::Parse | Ended::Cancelled | Ended::Unsent => true,
+            Ended::Success | Ended::Parse | Ended::Cancelled | Ended::Hook { .. } => true,
         }
     }
 
@@ -76,10 +76,12 @@ impl Guard {
                 self.record(key, permit, Sample::Ignored, now);
                 return Verdict::End;
             }
-            Ended::Unsent => {
+            Ended::Hook { sent } => {
                 self.record(key, permit, Sample::Ignored, now);
-                c.attempts = c.attempts.saturating_sub(1);
-                self.stats.attempts = self.stats.attempts.saturating_sub(1);
+                if !sent {
+                    c.attempts = c.attempts.saturating_sub(1);
+                    self.stats.attempts = self.stats.attempts.saturating_sub(1);
+                }
                 return Verdict::End;
             }
             Ended::Timeout => {
