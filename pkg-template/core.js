@@ -126,8 +126,26 @@ class Client {
   // returned, as freeing it while borrowed would throw wasm-bindgen's own error.
   #depth = 0;
 
-  constructor(inner) {
+  constructor(inner, final = null) {
     this.#c = inner;
+    this.#final = final;
+  }
+
+  /**
+   * A derived client (API.md, `extend`): `options` over this client's, the
+   * same breakers, budget, slots, holds and cache. Throws OptionsError. A
+   * client derived from a closed one is closed.
+   */
+  extend(options) {
+    if (this.#final) return new Client(null, this.#final);
+    this.#depth++;
+    try {
+      return new Client(this.#c.extend(options));
+    } catch (d) {
+      throw toError(d);
+    } finally {
+      if (--this.#depth === 0 && this.#final) this.#c.free();
+    }
   }
 
   request(url, options) {

@@ -3,10 +3,13 @@
 //! attempt. A module of its own, so the attempt (`fetch.rs`) and the
 //! engine's loop both use it without importing each other.
 
+use std::rc::Rc;
+
 use wasm_bindgen::JsValue;
 use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
+use super::layer::Layer;
 use crate::policy::guard::Spec;
 
 pub use crate::policy::call_options::ResponseType;
@@ -23,9 +26,44 @@ pub struct Call {
     pub target: Target,
     pub mode: Mode,
     pub cancel: Cancel,
+    /// The client that made it: its hooks, auth, header functions.
+    layer: Rc<Layer>,
+    /// The header names (lower case) the call gave itself, which the
+    /// client's header functions and auth token never replace.
+    own: Vec<String>,
 }
 
 impl Call {
+    pub fn new(
+        request_id: String,
+        url: String,
+        spec: Spec,
+        target: Target,
+        mode: Mode,
+        layer: Rc<Layer>,
+        own: Vec<String>,
+    ) -> Call {
+        Call {
+            request_id,
+            url,
+            spec,
+            target,
+            mode,
+            cancel: Cancel::default(),
+            layer,
+            own,
+        }
+    }
+
+    pub fn layer(&self) -> &Rc<Layer> {
+        &self.layer
+    }
+
+    /// The call gave header `name` (lower case) itself.
+    pub fn own_header(&self, name: &str) -> bool {
+        self.own.iter().any(|n| n == name)
+    }
+
     /// GET and HEAD: what they fetch is named by the URL (and headers)
     /// alone, so they may share a flight and a default cache key.
     pub fn named_by_url(&self) -> bool {
@@ -55,6 +93,14 @@ impl Target {
         let method = request.method();
         let reuse = method == "GET" || method == "HEAD";
         Target::Request { request, reuse }
+    }
+
+    /// One attempt's own Request, sent as it is.
+    pub fn own(request: Request) -> Target {
+        Target::Request {
+            request,
+            reuse: true,
+        }
     }
 
     /// The headers every attempt sends (live: a header set here is sent);

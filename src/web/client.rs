@@ -12,7 +12,9 @@ use super::convert::{to_js, Obj};
 use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
+use super::hooks;
 use super::host::now_ms;
+use super::layer::Layer;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built};
 use super::runtime::spawn_promise;
@@ -74,7 +76,31 @@ impl Client {
     /// Without it (the Rust tests) they reject with descriptors.
     #[wasm_bindgen(js_name = setErrorFactory)]
     pub fn set_error_factory(&mut self, f: js_sys::Function) {
+        self.builder.layer.set_classes(f.clone());
         self.make_error = Some(f);
+    }
+
+    /// `client.extend(options)`: a client with `options` over this one's
+    /// that shares its engine (breakers, budget, slots, holds, cross-tab
+    /// link, last-good cache). Throws an OptionsError descriptor.
+    pub fn extend(&self, options: JsValue) -> Result<Client, JsValue> {
+        let derive = || -> Result<Builder, OptionsError> {
+            let r = Reader::new(&options, "options")?;
+            if r.value("wasm")?.is_some() {
+                return Err(OptionsError::new(
+                    "wasm",
+                    "cannot be changed in extend(): a derived client shares its parent's module",
+                ));
+            }
+            let cfg = self.builder.cfg.extended(&read_client(&r)?)?;
+            let layer = self.builder.layer.child(&r)?;
+            self.builder.derive(&r, cfg, layer)
+        };
+        Ok(Client {
+            engine: self.engine.clone(),
+            builder: derive().map_err(options_error)?,
+            make_error: self.make_error.clone(),
+        })
     }
 
     /// `client.schema(url, options)`: request() plus a last-good copy.
@@ -120,7 +146,9 @@ impl Client {
         let func = listener
             .dyn_into::<js_sys::Function>()
             .map_err(|_| options_error(OptionsError::new("listener", "must be a function")))?;
-        Ok(self.engine.events.on(event, func))
+        let id = self.engine.events.on(event, func);
+        self.builder.layer.listening(id);
+        Ok(id)
     }
 
     pub fn off(&self, id: u32) {
@@ -128,8 +156,14 @@ impl Client {
     }
 
     /// Aborts in-flight calls and rejects queued ones; later calls reject.
+    /// A derived client's: its calls and those of the clients derived from
+    /// it; the root's: every call of the engine.
     pub fn close(&self) {
-        self.engine.close();
+        if self.builder.layer.is_root() {
+            self.engine.close();
+        } else {
+            self.engine.close_layer(&self.builder.layer);
+        }
     }
 }
 
@@ -137,7 +171,7 @@ impl Client {
     fn build(options: &JsValue) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
         let cfg = ClientConfig::from_raw(&read_client(&r)?)?;
-        let builder = Builder::read(&r)?;
+        let builder = Builder::read(&r, cfg.clone(), Layer::root(&r)?)?;
         let prefix = cfg
             .storage
             .as_ref()
@@ -163,13 +197,26 @@ impl Client {
         })
     }
 
-    /// Runs a built call; rejects with the error's class instance.
+    /// Runs a built call; rejects with the error's class instance (after
+    /// the client's `beforeError` hooks, within the call's deadline).
     fn spawn(&self, built: Result<Built, OptionsError>) -> Promise {
         let make = self.make_error.clone();
         match built {
             Ok((call, signal)) => {
+                let hooks = call.layer().hooks.before_error.clone();
+                let until = now_ms() + call.spec.cfg.deadline_ms;
                 let run = self.engine.clone().call(call, signal);
-                spawn_promise(async move { run.await.map_err(|d| to_class(&make, d)) })
+                spawn_promise(async move {
+                    let e = match run.await {
+                        Ok(v) => return Ok(v),
+                        Err(d) => to_class(&make, d),
+                    };
+                    if hooks.is_empty() {
+                        return Err(e);
+                    }
+                    let classed = |d| to_class(&make, d);
+                    Err(hooks::before_error(&hooks, e, until - now_ms(), classed).await)
+                })
             }
             Err(e) => Promise::reject(&to_class(&make, options_error(e))),
         }

@@ -17,6 +17,7 @@ use super::crosstab::CrossTab;
 use super::dedupe::{Flight, Lead, Waiter};
 use super::events::Listeners;
 use super::host::now_ms;
+use super::layer::Layer;
 use super::runtime::{Alarm, Gate, OnAbort, Wake};
 use super::storage::Memory;
 use super::vecmap::VecMap;
@@ -33,8 +34,9 @@ pub struct State {
     pub guard: Guard,
     /// Queued calls by waiter id: the gate a freed slot opens.
     waiters: VecMap<WaiterId, Gate>,
-    /// Calls in progress, so `close()` can cancel them.
-    calls: VecMap<u64, Cancel>,
+    /// Calls in progress and the client of each, so `close()` can cancel
+    /// them.
+    calls: VecMap<u64, (Rc<Layer>, Cancel)>,
     /// Shared network calls in flight, by dedupe key.
     flights: VecMap<String, Rc<Flight>>,
     /// The last request number (request ids count 1, 2, 3 ... per client)
@@ -181,10 +183,8 @@ impl Engine {
             .insert(key.clone(), flight.clone());
         let (engine, f) = (self.clone(), flight.clone());
         let network = Box::pin(async move {
-            let call = Call {
-                cancel: f.cancel.clone(),
-                ..call
-            };
+            let mut call = call;
+            call.cancel = f.cancel.clone();
             let outcome = engine.clone().run_linked(call, None).await;
             {
                 let mut st = engine.st.borrow_mut();
@@ -214,12 +214,13 @@ impl Engine {
         {
             let mut st = self.st.borrow_mut();
             id = Engine::next_key(&mut st);
-            if st.closed {
+            if st.closed || call.layer().is_closed() {
                 drop(st);
                 call.cancel.cancel(CancelReason::Closed);
                 return Err(call.cancel.abort_error().to_js());
             }
-            st.calls.insert(id, call.cancel.clone());
+            st.calls
+                .insert(id, (call.layer().clone(), call.cancel.clone()));
         }
         let _link = signal.as_ref().and_then(|s| {
             let cancel = call.cancel.clone();
@@ -232,7 +233,7 @@ impl Engine {
 
     /// `close()`: cancels every call in progress; later calls are refused.
     pub fn close(&self) {
-        let calls: Vec<Cancel> = {
+        let calls = {
             let mut st = self.st.borrow_mut();
             st.closed = true;
             st.calls.take_values()
@@ -242,6 +243,26 @@ impl Engine {
         }
         self.half_open.borrow_mut().take();
         self.memory.clear();
+        for (_, c) in calls {
+            c.cancel(CancelReason::Closed);
+        }
+    }
+
+    /// `close()` of a derived client: cancels the calls of `layer` and of
+    /// the clients derived from it (their later calls are refused); the
+    /// engine and the other clients go on.
+    pub fn close_layer(&self, layer: &Layer) {
+        for id in layer.close() {
+            self.events.off(id);
+        }
+        let calls: Vec<Cancel> = self
+            .st
+            .borrow()
+            .calls
+            .values()
+            .filter(|(l, _)| l.within(layer))
+            .map(|(_, c)| c.clone())
+            .collect();
         for c in calls {
             c.cancel(CancelReason::Closed);
         }

@@ -36,6 +36,14 @@ pub enum ErrorKind {
         cause: JsValue,
     },
     Options(OptionsError),
+    /// A hook, a header function or the auth token failed (`option`:
+    /// `'hooks'`, `'headers'` or `'auth'`): an OptionsError whose `cause` is
+    /// what it threw, when it threw.
+    Hook {
+        option: &'static str,
+        reason: &'static str,
+        cause: JsValue,
+    },
 }
 
 pub struct CallError {
@@ -44,6 +52,8 @@ pub struct CallError {
     pub request_id: String,
     pub attempts: u32,
     pub elapsed_ms: f64,
+    /// A `cause` besides the kind's own (a 401's failed refresh).
+    cause: Option<JsValue>,
 }
 
 impl CallError {
@@ -52,6 +62,12 @@ impl CallError {
     /// The error of an attempt that was not retried, and why not.
     pub fn denied(mut self, why: RetryDenied) -> CallError {
         self.retry_denied = Some(why);
+        self
+    }
+
+    /// The error with `cause` (what made it final: a refresh that threw).
+    pub fn with_cause(mut self, cause: JsValue) -> CallError {
+        self.cause = Some(cause);
         self
     }
 
@@ -69,6 +85,7 @@ impl CallError {
             request_id: String::new(),
             attempts: 0,
             elapsed_ms: 0.0,
+            cause: None,
         }
     }
 
@@ -89,7 +106,7 @@ impl CallError {
             ErrorKind::CircuitOpen { .. } => "CircuitOpenError",
             ErrorKind::QueueFull => "QueueFullError",
             ErrorKind::Parse { .. } => "ParseError",
-            ErrorKind::Options(_) => "OptionsError",
+            ErrorKind::Options(_) | ErrorKind::Hook { .. } => "OptionsError",
         }
     }
 
@@ -114,6 +131,7 @@ impl CallError {
             ErrorKind::QueueFull => "concurrency queue is full".into(),
             ErrorKind::Parse { .. } => "response body could not be parsed".into(),
             ErrorKind::Options(e) => cat(&["invalid option ", &e.option, ": ", &e.reason]),
+            ErrorKind::Hook { option, reason, .. } => cat(&[option, ": ", reason]),
         }
     }
 
@@ -160,6 +178,15 @@ impl CallError {
             ErrorKind::Options(e) => {
                 o.set("option", e.option.as_str());
             }
+            ErrorKind::Hook { option, cause, .. } => {
+                o.set("option", *option);
+                if !cause.is_undefined() {
+                    o.set("cause", cause.clone());
+                }
+            }
+        }
+        if let Some(cause) = &self.cause {
+            o.set("cause", cause.clone());
         }
         o.into_js()
     }

@@ -15,9 +15,11 @@ use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
+use super::hooks::{self, attempt_info};
 use super::host::{
     assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
+use super::outgoing;
 use super::runtime::{settle, Alarm, Either, Race, Stop};
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
@@ -91,11 +93,20 @@ pub enum AttemptEnd {
         reset_ms: Option<f64>,
         response: JsValue,
         body: JsValue,
+        /// The refreshes finished when the auth token it carried was read
+        /// (`None`: it carried no token of the client's).
+        token: Option<u64>,
     },
     Network(JsValue),
     Timeout,
     Cancelled,
     Parse(JsValue),
+    /// A hook, header function or token failed (`sent`: after the request
+    /// went out, in `afterResponse`).
+    Hook {
+        error: CallError,
+        sent: bool,
+    },
 }
 
 impl AttemptEnd {
@@ -108,6 +119,7 @@ impl AttemptEnd {
             AttemptEnd::Cancelled => Ended::Cancelled,
             AttemptEnd::Timeout => Ended::Timeout,
             AttemptEnd::Network(_) => Ended::Network { offline },
+            AttemptEnd::Hook { sent, .. } => Ended::Hook { sent: *sent },
             AttemptEnd::Status {
                 status,
                 retry_after,
@@ -138,6 +150,7 @@ impl AttemptEnd {
             AttemptEnd::Cancelled => return Err((cancel.abort_error(), None)),
             AttemptEnd::Timeout => ErrorKind::Timeout { phase },
             AttemptEnd::Network(cause) => ErrorKind::Network { cause, offline },
+            AttemptEnd::Hook { error, .. } => return Err((error, None)),
             AttemptEnd::Status {
                 status,
                 status_text,
@@ -177,6 +190,7 @@ struct Answered {
     reset_ms: Option<f64>,
     response: JsValue,
     body: js_sys::JsString,
+    token: Option<u64>,
 }
 
 impl Answered {
@@ -188,6 +202,20 @@ impl Answered {
             reset_ms: self.reset_ms,
             response: self.response,
             body: self.body.into(),
+            token: self.token,
+        }
+    }
+}
+
+impl AttemptEnd {
+    /// A 401 to an attempt that carried the client's auth token: the
+    /// refreshes finished when that token was read.
+    pub fn unauthorized(&self) -> Option<u64> {
+        match self {
+            AttemptEnd::Status {
+                status: 401, token, ..
+            } => *token,
+            _ => None,
         }
     }
 }
@@ -204,7 +232,7 @@ impl Answered {
 /// to the same URL until the first one's headers arrive.
 pub async fn attempt(
     call: &Call,
-    timeout_ms: f64,
+    send: Attempt,
     stop: Stop,
     hedge: bool,
 ) -> (AttemptEnd, Option<Quota>) {
@@ -213,7 +241,7 @@ pub async fn attempt(
         return (AttemptEnd::Cancelled, None);
     }
     let attached = cancel.attach(&stop);
-    let _timer = Alarm::stop(timeout_ms, &stop);
+    let _timer = Alarm::stop(send.timeout_ms, &stop);
     let signal = match &call.mode {
         Mode::Fetch {
             body_signal: Some(caller),
@@ -222,7 +250,13 @@ pub async fn attempt(
     };
     let answered = RefCell::new(None);
     let quota = Cell::new(None);
-    let work = std::pin::pin!(run(call, &signal, hedge, &answered, &quota));
+    let sent = Cell::new(false);
+    let at = Sending {
+        attempt: send.attempt,
+        hedge,
+        sent: &sent,
+    };
+    let work = std::pin::pin!(run(call, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
     drop(attached);
     let error = match end {
@@ -237,23 +271,57 @@ pub async fn attempt(
     if let Some(a) = answered.take() {
         return (a.end(), quota.get());
     }
-    if stop.timed_out() {
+    if stop.timed_out() && !sent.get() {
+        // Its time ran out in the client's hooks, header functions or token.
+        let error = CallError::new(ErrorKind::Timeout { phase: send.phase });
+        (AttemptEnd::Hook { error, sent: false }, None)
+    } else if stop.timed_out() {
         (AttemptEnd::Timeout, None)
     } else {
         (AttemptEnd::Network(error), None)
     }
 }
 
+/// Which attempt `run` makes: its number, whether it is a hedge, and where
+/// it tells that its request has gone out.
+struct Sending<'a> {
+    attempt: u32,
+    hedge: bool,
+    sent: &'a Cell<bool>,
+}
+
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
-/// announces goes into `quota` as soon as its headers are in.
+/// announces goes into `quota` as soon as its headers are in. A client
+/// with hooks, header functions or auth sends a Request of the attempt's
+/// own (`outgoing.rs`) and may replace the Response (`afterResponse`).
 async fn run(
     call: &Call,
     signal: &AbortSignal,
-    hedge: bool,
+    at: Sending<'_>,
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let value = settle(send(&call.target, signal, hedge)?).await?;
+    let layer = call.layer();
+    let info = layer
+        .per_attempt()
+        .then(|| attempt_info(&call.request_id, at.attempt, &call.spec.method, &call.url));
+    let (own, token) = match &info {
+        None => (None, None),
+        Some(info) => match outgoing::prepare(call, info).await {
+            Ok((request, token)) => (Some(Target::own(request)), token),
+            Err(error) => return Ok(AttemptEnd::Hook { error, sent: false }),
+        },
+    };
+    at.sent.set(true);
+    let target = own.as_ref().unwrap_or(&call.target);
+    let mut value = settle(send(target, signal, at.hedge)?).await?;
+    if let (Some(info), Some(Target::Request { request, .. })) = (&info, &own) {
+        let hooks = &layer.hooks.after_response;
+        match hooks::after_response(hooks, request, value, info).await {
+            Ok(v) => value = v,
+            Err(error) => return Ok(AttemptEnd::Hook { error, sent: true }),
+        }
+    }
     if !value.is_object() {
         return Err(not_a_response(
             &value.js_typeof().as_string().unwrap_or_default(),
@@ -279,6 +347,7 @@ async fn run(
         reset_ms,
         response: resp.into(),
         body: js_sys::JsString::from(""),
+        token,
     });
     if !call.mode.is_fetch() {
         if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {

@@ -124,7 +124,7 @@ impl Engine {
         type Pending<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
         let (end, stop): (Pending<'a>, _) = match Stop::new() {
             Ok(stop) => (
-                Box::pin(fetch::attempt(call, send.timeout_ms, stop.clone(), hedge)),
+                Box::pin(fetch::attempt(call, send, stop.clone(), hedge)),
                 Some(stop),
             ),
             Err(e) => (Box::pin(async { (AttemptEnd::Network(e), None) }), None),

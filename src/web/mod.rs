@@ -5,6 +5,7 @@
 //! `AbortController` and `performance.now()`: a page, a Web Worker or
 //! Node >= 20. That is why nothing here goes through `window`.
 
+mod auth;
 mod call;
 mod cancel;
 mod client;
@@ -17,8 +18,11 @@ mod errors;
 mod events;
 mod fetch;
 mod hedge;
+mod hooks;
 mod host;
+mod layer;
 mod options;
+mod outgoing;
 mod request;
 pub mod runtime;
 mod schema;

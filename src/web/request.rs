@@ -6,22 +6,24 @@
 //! naming the option; the rules on plain values are the policy core's
 //! (`policy::call_options`), this module only reads JS and builds.
 
+use std::rc::Rc;
+
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 
 use super::call::{Call, Mode, ResponseType, Target};
-use super::cancel::Cancel;
 use super::convert::Obj;
 use super::engine::Engine;
 use super::host::{instance_of, location_href, parse_url, prototype_of, uuid_v4};
+use super::layer::Layer;
 use super::options::{
     pair_of, pairs, read_call, read_idempotency_key, read_signal, scalar, Reader,
 };
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
 use crate::policy::guard::Spec;
-use crate::policy::options::{CallConfig, OptionsError};
+use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
 use crate::text::{cat, decimal, split_http_href};
 
 type Result<T> = std::result::Result<T, OptionsError>;
@@ -36,6 +38,11 @@ pub struct Builder {
     headers: Vec<(String, String)>,
     /// Prefixes this client's request ids.
     tag: String,
+    /// The client's settings every call's options are merged over (a
+    /// derived client's own, the engine's for the root).
+    pub cfg: ClientConfig,
+    /// The client's hooks, auth and header functions.
+    pub layer: Rc<Layer>,
 }
 
 /// The options `request()` and `fetch()` share.
@@ -44,28 +51,47 @@ struct Common {
     signal: Option<AbortSignal>,
     idem: Option<String>,
     breaker_key: Option<String>,
+    /// The header names the call gives itself (lower case).
+    own: Vec<String>,
 }
 
 impl Builder {
     /// `baseUrl` and `headers` from the client's options.
-    pub fn read(r: &Reader) -> Result<Builder> {
+    pub fn read(r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
-            Some(b) => {
-                let url = Url::new(&b)
-                    .map_err(|_| OptionsError::new("baseUrl", "is not an absolute URL"))?;
-                if !url.username().is_empty() || !url.password().is_empty() {
-                    return Err(OptionsError::new("baseUrl", "must not contain credentials"));
-                }
-                Some(JsValue::from_str(&b))
-            }
+            Some(b) => Some(base_url(&b, &JsValue::UNDEFINED)?),
             None => None,
         };
-        let headers = r.string_record("headers")?;
-        check_headers(&headers, "headers")?;
+        Ok(Builder {
+            base_url,
+            headers: static_headers(r)?,
+            tag: uuid_v4().chars().take(8).collect(),
+            cfg,
+            layer,
+        })
+    }
+
+    /// A derived client's (`extend`): its `baseUrl` resolved against this
+    /// one's, its headers over these.
+    pub fn derive(&self, r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
+        let base_url = match r.string("baseUrl")? {
+            Some(b) => Some(base_url(
+                &b,
+                &self.base_url.clone().unwrap_or_else(location_href),
+            )?),
+            None => self.base_url.clone(),
+        };
+        let mut headers = self.headers.clone();
+        for (k, v) in static_headers(r)? {
+            headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&k));
+            headers.push((k, v));
+        }
         Ok(Builder {
             base_url,
             headers,
             tag: uuid_v4().chars().take(8).collect(),
+            cfg,
+            layer,
         })
     }
 
@@ -78,7 +104,7 @@ impl Builder {
         prefer_cache: bool,
     ) -> Result<Built> {
         let r = Reader::new(options, "options")?;
-        let common = self.common(engine, &r)?;
+        let mut common = self.common(&r)?;
         let method = call_options::method(r.string("method")?.as_deref())?;
         let response_type = ResponseType::parse(r.string("responseType")?.as_deref())?;
         let url = self.resolve_url(url)?;
@@ -86,6 +112,10 @@ impl Builder {
             set_query(&url, &q)?;
         }
         let call_headers = r.string_record("headers")?;
+        common.own = call_headers
+            .iter()
+            .map(|(k, _)| k.to_ascii_lowercase())
+            .collect();
         let has_headers =
             !(self.headers.is_empty() && call_headers.is_empty()) || common.idem.is_some();
         let body = r.value("body")?.filter(|b| !b.is_null());
@@ -106,7 +136,7 @@ impl Builder {
             common,
         )?;
         call.spec.prefer_cache = prefer_cache;
-        if engine.cfg.dedupe && call.named_by_url() {
+        if self.cfg.dedupe && call.named_by_url() {
             let headers = call.target.headers().filter(|_| has_headers);
             call.mode = Mode::Request {
                 response_type,
@@ -130,7 +160,7 @@ impl Builder {
     /// `fetch(input, init)`.
     pub fn fetch(&self, engine: &Engine, input: &JsValue, init: &JsValue) -> Result<Built> {
         let r = Reader::new(init, "init")?;
-        let mut common = self.common(engine, &r)?;
+        let mut common = self.common(&r)?;
         // The Request sees the caller's init minus the signal: each attempt
         // gets its own, linked to the caller's. The Request constructor reads
         // `init` itself, member by member, through a Proxy whose `get` trap
@@ -164,6 +194,7 @@ impl Builder {
             (request, parts)
         };
         let headers = request.headers();
+        common.own = header_names(&headers);
         for (k, v) in &self.headers {
             if !headers.has(k).unwrap_or(true) {
                 let _ = headers.set(k, v);
@@ -197,9 +228,9 @@ impl Builder {
         parse_url(input, &base).map_err(|_| OptionsError::new("url", "is not a valid URL"))
     }
 
-    fn common(&self, engine: &Engine, r: &Reader) -> Result<Common> {
+    fn common(&self, r: &Reader) -> Result<Common> {
         let raw = read_call(r)?;
-        let cfg = CallConfig::resolve(&engine.cfg, &raw)?;
+        let cfg = CallConfig::resolve(&self.cfg, &raw)?;
         let signal = read_signal(r)?;
         let idem = call_options::idempotency_key(read_idempotency_key(r)?)?.map(|k| match k {
             IdemKey::Random => uuid_v4(),
@@ -211,6 +242,7 @@ impl Builder {
             signal,
             idem,
             breaker_key,
+            own: Vec::new(),
         })
     }
 
@@ -254,20 +286,16 @@ impl Builder {
         let breaker_key = common
             .breaker_key
             .unwrap_or_else(|| cat(&[&method, " ", &endpoint]));
-        let call = Call {
-            request_id: cat(&[&self.tag, "-", &decimal(engine.next_id())]),
-            url: href,
-            spec: Spec {
-                key: breaker_key,
-                method,
-                has_key,
-                cfg: common.cfg,
-                prefer_cache: false,
-            },
-            target,
-            mode,
-            cancel: Cancel::default(),
+        let spec = Spec {
+            key: breaker_key,
+            method,
+            has_key,
+            cfg: common.cfg,
+            prefer_cache: false,
         };
+        let request_id = cat(&[&self.tag, "-", &decimal(engine.next_id())]);
+        let layer = self.layer.clone();
+        let call = Call::new(request_id, href, spec, target, mode, layer, common.own);
         Ok((call, common.signal))
     }
 }
@@ -375,7 +403,19 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
     } else {
         "waits"
     };
-    let mut key = cat(&[&call.spec.method, " ", rt.name(), " ", waits, " ", sent]);
+    // One client's calls only: another's hooks and auth send other requests.
+    let client = decimal(u64::from(call.layer().id()));
+    let mut key = cat(&[
+        &client,
+        " ",
+        &call.spec.method,
+        " ",
+        rt.name(),
+        " ",
+        waits,
+        " ",
+        sent,
+    ]);
     if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
         for pair in entries.flatten() {
             let pair: Array = pair.unchecked_into();
@@ -386,6 +426,39 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
         }
     }
     key
+}
+
+/// `baseUrl`, an absolute URL (or one relative to `parent`, a derived
+/// client's parent's) without credentials, as a JS string.
+fn base_url(given: &str, parent: &JsValue) -> Result<JsValue> {
+    let url = parse_url(&JsValue::from_str(given), parent)
+        .map_err(|_| OptionsError::new("baseUrl", "is not an absolute URL"))?;
+    if !url.username().is_empty() || !url.password().is_empty() {
+        return Err(OptionsError::new("baseUrl", "must not contain credentials"));
+    }
+    Ok(JsValue::from(url.href()))
+}
+
+/// The client's `headers` when not a function (a function runs before
+/// every attempt: `Layer`).
+fn static_headers(r: &Reader) -> Result<Vec<(String, String)>> {
+    if r.value("headers")?.is_some_and(|v| v.is_function()) {
+        return Ok(Vec::new());
+    }
+    let headers = r.string_record("headers")?;
+    check_headers(&headers, "headers")?;
+    Ok(headers)
+}
+
+/// The (lower-case) names a `Headers` holds.
+fn header_names(headers: &Headers) -> Vec<String> {
+    let Ok(Some(entries)) = js_sys::try_iter(headers) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|pair| pair.unchecked_into::<Array>().get(0).as_string())
+        .collect()
 }
 
 fn check_headers(headers: &[(String, String)], option: &str) -> Result<()> {
