@@ -17,7 +17,7 @@ use super::host::now_ms;
 use super::layer::Layer;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built};
-use super::runtime::spawn_promise;
+use super::runtime::{boxed, spawn_promise};
 use super::schema;
 use crate::policy::options::{ClientConfig, OptionsError};
 
@@ -215,7 +215,7 @@ impl Client {
                         return Err(e);
                     }
                     let classed = |d| to_class(&make, d);
-                    Err(hooks::before_error(&hooks, e, until - now_ms(), classed).await)
+                    Err(boxed(hooks::before_error(&hooks, e, until - now_ms(), classed)).await)
                 })
             }
             Err(e) => Promise::reject(&to_class(&make, options_error(e))),

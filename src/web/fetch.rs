@@ -20,7 +20,7 @@ use super::host::{
     assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
 use super::outgoing;
-use super::runtime::{settle, Alarm, Either, Race, Stop};
+use super::runtime::{boxed, settle, Alarm, Either, Race, Stop};
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
@@ -307,7 +307,7 @@ async fn run(
         .then(|| attempt_info(&call.request_id, at.attempt, &call.spec.method, &call.url));
     let (own, token) = match &info {
         None => (None, None),
-        Some(info) => match outgoing::prepare(call, info).await {
+        Some(info) => match boxed(outgoing::prepare(call, info)).await {
             Ok((request, token)) => (Some(Target::own(request)), token),
             Err(error) => return Ok(AttemptEnd::Hook { error, sent: false }),
         },
@@ -317,7 +317,7 @@ async fn run(
     let mut value = settle(send(target, signal, at.hedge)?).await?;
     if let (Some(info), Some(Target::Request { request, .. })) = (&info, &own) {
         let hooks = &layer.hooks.after_response;
-        match hooks::after_response(hooks, request, value, info).await {
+        match boxed(hooks::after_response(hooks, request, value, info)).await {
             Ok(v) => value = v,
             Err(error) => return Ok(AttemptEnd::Hook { error, sent: true }),
         }

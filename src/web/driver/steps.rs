@@ -14,7 +14,7 @@ use super::super::errors::CallError;
 use super::super::fetch::{self, AttemptEnd};
 use super::super::hooks::{self, attempt_info};
 use super::super::host::now_ms;
-use super::super::runtime::Wake;
+use super::super::runtime::{boxed, Wake};
 use crate::policy::classify::RetryDenied;
 use crate::policy::guard::{Attempt, CallState, Verdict};
 use crate::policy::ratelimit::Quota;
@@ -49,7 +49,7 @@ impl Engine {
         if call.layer().hooks.before_retry.is_empty() {
             return Ok(verdict);
         }
-        let out = self.ask_before_retry(call, c, err, attempt, delay_ms).await;
+        let out = boxed(self.ask_before_retry(call, c, err, attempt, delay_ms)).await;
         if let (Err(_), Some(r)) = (&out, response) {
             fetch::discard(r);
         }
@@ -117,10 +117,10 @@ impl Engine {
         if !replay {
             return Step::Settle(end);
         }
-        let refreshed = call
+        let wait = call
             .cancel
-            .within(c.deadline.remaining(now_ms()), auth.refreshed(seen))
-            .await;
+            .within(c.deadline.remaining(now_ms()), auth.refreshed(seen));
+        let refreshed = boxed(wait).await;
         let (err, response) = match end.into_result(&call.cancel, send.phase, false) {
             Ok(v) => return Step::Done(Ok(v)),
             Err(failed) => failed,
