@@ -109,8 +109,18 @@ export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { pr
 export interface ClientOptions {
   /** Relative URLs resolve against it (else location.href). */
   baseUrl?: string;
-  /** Sent with every call. */
-  headers?: HeadersLike;
+  /**
+   * Sent with every call. A function (sync or async) is called before every
+   * attempt, so a retry carries what it gives then; it does not split
+   * dedupe identity (only a call's own headers do), a call's own headers win
+   * over it, and if it throws or rejects the call ends with an OptionsError
+   * (`option: 'headers'`, `cause` what it threw) and nothing is sent.
+   */
+  headers?: HeadersLike | (() => HeadersLike | Promise<HeadersLike>);
+  /** A token read before every attempt, and its refresh on a 401. */
+  auth?: AuthOptions;
+  /** Functions run at fixed points of every call (ky's names and order). */
+  hooks?: Hooks;
   /** Per attempt; default 6000. */
   timeoutMs?: number;
   /** If set and timeoutMs is not: timeoutMs = ceil(1.2 * gatewayTimeoutMs). */
@@ -160,6 +170,81 @@ export interface ClientOptions {
    * OptionsError (`option: 'wasm'`) naming what was requested.
    */
   wasm?: WasmSource;
+}
+
+/**
+ * `auth`: `Authorization: <scheme> <token>` on every attempt, the token read
+ * just before it (inside the call's deadline and the attempt's time). A
+ * call's own `Authorization` header wins. If `token` throws, rejects or
+ * gives something other than a string, null or undefined, the call ends with
+ * an OptionsError (`option: 'auth'`, `cause` what it threw) and nothing is
+ * sent (no breaker sample).
+ *
+ * On a 401 to an attempt that carried the token, `refresh()` runs and the
+ * call is sent once more with the token read again. Concurrent 401s of the
+ * client and of the clients derived from it (`extend`, unless they give an
+ * `auth` of their own) share one refresh, and a 401 to an attempt whose token
+ * was read before the last refresh finished is sent again at once, without
+ * another refresh. The replay is no retry (no budget, no `maxAttempts`), no
+ * breaker sample, keeps the call's idempotency key and is made for every
+ * method (a 401 means the server did not act). A second 401, or a refresh
+ * that throws, ends the call with the HttpError 401 (`cause` the refresh's
+ * error, if any); `fetch()` resolves with the 401 Response.
+ */
+export interface AuthOptions {
+  /** Read before every attempt; nothing is sent for null or undefined. */
+  token: () => string | null | undefined | Promise<string | null | undefined>;
+  /** Default 'Bearer'; '' sends the token alone. */
+  scheme?: string;
+  /** Called once on a 401 (shared by the calls that meet one meanwhile). */
+  refresh?: () => unknown;
+}
+
+/** What a hook is told of the attempt it runs for. */
+export interface AttemptInfo {
+  requestId: string;
+  /** 1 for the first attempt (hedges and a 401's replay count too). */
+  attempt: number;
+  method: string;
+  url: string;
+}
+
+/** One hook, or several run in order. */
+export type OneOrMore<F> = F | F[];
+
+/**
+ * `hooks`, with ky's names and order. A derived client's (`extend`) run
+ * after its parent's. Hooks never bypass a protection: `beforeRequest` and
+ * `afterResponse` run inside the attempt (its timeout, the deadline and its
+ * concurrency slot), an abort ends the wait for any of them, and a hook that
+ * throws or rejects ends the call with an OptionsError (`option: 'hooks'`,
+ * `cause` what it threw), which is no breaker sample and is not retried.
+ */
+export interface Hooks {
+  /**
+   * Before every attempt: change `request.headers` in place, or return a
+   * Request to send instead (it must keep the URL's origin and the method,
+   * else OptionsError).
+   */
+  beforeRequest?: OneOrMore<(request: Request, info: AttemptInfo) => Request | void | Promise<Request | void>>;
+  /** When an attempt's response headers arrive: return a Response to use instead (classification uses it). */
+  afterResponse?: OneOrMore<
+    (request: Request, response: Response, info: AttemptInfo) => Response | void | Promise<Response | void>
+  >;
+  /**
+   * Before the backoff of each retry the policy allows: `false` stops
+   * retrying (the call fails with its last error, `retryDenied: 'hook'`). It
+   * can never add a retry.
+   */
+  beforeRetry?: OneOrMore<
+    (info: AttemptInfo & { error: AnyStormguardError; delayMs: number }) => boolean | void | Promise<boolean | void>
+  >;
+  /**
+   * The error a call rejects with: return it or another StormguardError
+   * (anything else: OptionsError). Awaited within the call's deadline; past
+   * it, the call rejects with its own error.
+   */
+  beforeError?: OneOrMore<(error: AnyStormguardError) => StormguardError | Promise<StormguardError>>;
 }
 
 /**
@@ -328,15 +413,31 @@ export interface Client {
   breakers(): BreakerSnapshot[];
   /** Returns the unsubscribe function. */
   on(event: EventName, listener: (e: StormguardEvent) => void): () => void;
-  /** Aborts in-flight calls, rejects queued ones, frees wasm memory; later calls reject. */
+  /**
+   * Aborts in-flight calls, rejects queued ones, frees wasm memory; later
+   * calls reject. A derived client's ends its own calls and those of the
+   * clients derived from it; the root's ends every client derived from it.
+   */
   close(): void;
+  /**
+   * A derived client, synchronously: `options` merged over this client's
+   * (`headers` merged, `hooks` after this client's, `baseUrl` resolved
+   * against this client's, `retry` field by field), sharing this client's
+   * breakers, retry budget, concurrency slots, rate-limit holds, cross-tab
+   * link, last-good cache, stats and events: protection is per backend, not
+   * per module. `budget`, `breaker`, `concurrency`, `storage`, `crossTab` and
+   * `wasm` cannot be changed here (OptionsError).
+   */
+  extend(options?: ClientOptions): Client;
 }
 
 export function createClient(options?: ClientOptions): Promise<Client>;
 
-export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts';
+export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts' | 'hook';
 
 export declare class StormguardError extends Error {
+  /** `fields` are copied onto the error (`cause` as Error's own). */
+  constructor(message?: string, fields?: object);
   readonly code:
     | 'TIMEOUT' | 'ABORTED' | 'NETWORK' | 'HTTP' | 'CIRCUIT_OPEN' | 'QUEUE_FULL' | 'PARSE' | 'INVALID_OPTIONS';
   readonly requestId: string;
@@ -370,6 +471,8 @@ export declare class HttpError extends StormguardError {
   /** At most 1024 UTF-16 code units of the decoded body; the rest is never read. */
   readonly body: string;
   readonly retryDenied?: RetryDenied;
+  /** A 401 whose token refresh threw: what it threw. */
+  readonly cause?: unknown;
 }
 export declare class CircuitOpenError extends StormguardError {
   readonly name: 'CircuitOpenError';
@@ -390,6 +493,8 @@ export declare class OptionsError extends StormguardError {
   readonly name: 'OptionsError';
   readonly code: 'INVALID_OPTIONS';
   readonly option: string;
+  /** For `option` 'hooks', 'headers' or 'auth': what the function threw or rejected with. */
+  readonly cause?: unknown;
 }
 
 export type AnyStormguardError =

@@ -110,6 +110,7 @@ const DERIVED = {
 const JS_ONLY = {
   baseUrl: { code: 'location.href' }, headers: { words: 'none' }, gatewayTimeoutMs: { words: 'unset' },
   wasm: { words: 'the file beside the package' }, // read by the JS loader (pkg-template/core.js), not the engine
+  auth: { words: 'none' }, hooks: { words: 'none' }, // functions, kept by the client's layer (src/web/layer.rs)
 };
 
 test('every default in the README table equals the Rust Default impls', (t) => {

@@ -28,7 +28,7 @@ const CAPACITY_DEFAULTS = Object.freeze({
 
 const ENDPOINTS = new Set([
   '/echo', '/delay', '/tail', '/hang', '/fail-first', '/slow-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
-  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity', '/ratelimit',
+  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity', '/ratelimit', '/auth',
 ]);
 
 // The rate-limit field spellings /ratelimit can answer with.
@@ -488,6 +488,20 @@ export async function startServer({
       case '/hang':
         // Never answers; the entry gets closedAt when the client goes away. No timer is involved.
         return;
+
+      case '/auth': {
+        // A bearer-token check: 200 when Authorization is `<scheme> <token>` with a token in `accept`
+        // (comma-separated), else 401. `delay` waits first (so concurrent calls all hold the old token).
+        if (!(await ctx.sleep(numParam(query.delay, 0, 0, MAX_DELAY_MS)))) return;
+        const scheme = query.scheme ?? 'Bearer';
+        const accept = String(query.accept ?? '').split(',').filter(Boolean);
+        const given = req.headers.authorization ?? '';
+        const token = given.startsWith(`${scheme} `) ? given.slice(scheme.length + 1) : null;
+        if (token !== null && accept.includes(token)) {
+          return sendJson(ctx, 200, { ok: true, token, method: req.method, body: ctx.body.text });
+        }
+        return sendJson(ctx, 401, { ok: false, given: given === '' ? null : given }, { 'WWW-Authenticate': scheme });
+      }
 
       case '/fail-first': {
         const n = intParam(query.n, 1, 0);

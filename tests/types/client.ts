@@ -257,3 +257,50 @@ export function hierarchy(e: HttpError | QueueFullError | ParseError): Error {
   const base: StormguardError = e; // every class extends StormguardError extends Error
   return base;
 }
+
+// Issue 25: header functions, auth, hooks and derived clients.
+export async function everyday(): Promise<void> {
+  let token: string | null = 'abc';
+  const api = await createClient({
+    baseUrl: 'https://api.example.com/',
+    headers: async () => ({ 'x-tenant': 't1' }),
+    auth: {
+      token: () => token,
+      scheme: 'Bearer',
+      refresh: async () => {
+        token = 'def';
+      },
+    },
+    hooks: {
+      beforeRequest: [
+        (request, info) => {
+          request.headers.set('x-attempt', String(info.attempt));
+        },
+        async (request) => new Request(request, { headers: { 'x-signed': '1' } }),
+      ],
+      afterResponse: (_request, response) => (response.status === 204 ? new Response('{}') : undefined),
+      beforeRetry: ({ error, delayMs, attempt }) => {
+        expectType<typeof error, AnyStormguardError>(true);
+        return !(error instanceof HttpError && error.status === 409) && delayMs < 5000 && attempt < 3;
+      },
+      beforeError: (error) => (error instanceof HttpError ? new TimeoutError('wrapped', { phase: 'attempt' }) : error),
+    },
+  });
+  await createClient({ headers: () => new Headers({ a: 'b' }) });
+  await createClient({ auth: { token: async () => undefined } });
+  const users: Client = api.extend({ baseUrl: 'users/', headers: { 'x-module': 'users' }, timeoutMs: 3000 });
+  await users.request<User>('42');
+  users.close();
+  // @ts-expect-error auth needs a token function
+  await createClient({ auth: { scheme: 'Token' } });
+  // @ts-expect-error a header function returns headers
+  await createClient({ headers: () => 42 });
+  // @ts-expect-error beforeRequest returns a Request or nothing
+  await createClient({ hooks: { beforeRequest: () => 'x' } });
+  // @ts-expect-error beforeError returns a StormguardError
+  await createClient({ hooks: { beforeError: () => new Error('plain') } });
+  // @ts-expect-error not a hook of ky's
+  await createClient({ hooks: { afterRequest: () => undefined } });
+  const denied: import('stormguard').RetryDenied = 'hook';
+  void denied;
+}
