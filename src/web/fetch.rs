@@ -317,9 +317,12 @@ async fn run(
     let mut value = settle(send(target, signal, at.hedge)?).await?;
     if let (Some(info), Some(Target::Request { request, .. })) = (&info, &own) {
         let hooks = &layer.hooks.after_response;
-        match boxed(hooks::after_response(hooks, request, value, info)).await {
+        match boxed(hooks::after_response(hooks, request, value.clone(), info)).await {
             Ok(v) => value = v,
-            Err(error) => return Ok(AttemptEnd::Hook { error, sent: true }),
+            Err(error) => {
+                discard(&value);
+                return Ok(AttemptEnd::Hook { error, sent: true });
+            }
         }
     }
     if !value.is_object() {

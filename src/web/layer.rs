@@ -131,6 +131,12 @@ impl Layer {
             && self.hooks.after_response.is_empty())
     }
 
+    /// Its attempts may carry credentials the call's own headers do not
+    /// show: a token, or what a header function or hook adds.
+    pub fn may_authorize(&self) -> bool {
+        self.auth.is_some() || !self.headers.is_empty() || !self.hooks.before_request.is_empty()
+    }
+
     pub fn set_classes(&self, f: Function) {
         *self.classes.borrow_mut() = Some(f);
     }

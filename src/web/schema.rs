@@ -12,8 +12,9 @@
 //! answers. A body that `validate` rejects is not stored and becomes a
 //! `ParseError` (counted in `stats().failures`, like a body that does not
 //! parse); the engine has already recorded the attempt as a breaker success,
-//! since the server did answer. A call that sends `Authorization` uses no
-//! cache unless the caller names `cacheKey`: under the URL alone, one user's
+//! since the server did answer. A call that sends `Authorization` (or whose
+//! client has `auth`, a header function or a `beforeRequest` hook, which
+//! may add one) uses no cache unless the caller names `cacheKey`: under the URL alone, one user's
 //! document would be served to the next user of the browser.
 
 use std::rc::Rc;
@@ -69,11 +70,14 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
         ),
         _ => None,
     };
-    // Client-level and call-level headers are both on the built request.
-    let authorized = call
-        .target
-        .headers()
-        .is_some_and(|h| h.has("authorization").unwrap_or(true));
+    // Client-level and call-level headers are both on the built request;
+    // a token, header function or beforeRequest hook may add one to each
+    // attempt.
+    let authorized = call.layer().may_authorize()
+        || call
+            .target
+            .headers()
+            .is_some_and(|h| h.has("authorization").unwrap_or(true));
     // Keyed by URL alone, a POST's (a GraphQL query's) copy would answer
     // another body's call: only GET and HEAD get a default key.
     let key = match cache_key {

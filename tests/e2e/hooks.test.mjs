@@ -113,6 +113,25 @@ test('a token function that rejects or a header function that throws: OptionsErr
   assert.ok(r.breakers.every((b) => b.samples === 0), 'no breaker sample');
 });
 
+test('schema() keeps no default copy for a client whose attempts may carry a token or added headers', async () => {
+  const r = await page.evaluate(async () => {
+    localStorage.clear();
+    const url = `${window.fault}/echo?id=h-schema`;
+    const authed = await window.stormguard.createClient({ auth: { token: () => 'me' } });
+    const hooked = await window.stormguard.createClient({ hooks: { beforeRequest: () => {} } });
+    const plain = await window.stormguard.createClient();
+    const sources = [];
+    for (const c of [authed, hooked]) sources.push((await c.schema(url)).source);
+    const before = localStorage.length;
+    await plain.schema(url);
+    const named = await authed.schema(url, { cacheKey: 'mine' });
+    return { sources, before, after: localStorage.length, named: named.source };
+  });
+  assert.deepEqual(r.sources, ['network', 'network']);
+  assert.equal(r.before, 0, 'nothing stored under the URL for the token or hook clients');
+  assert.equal(r.after, 2, 'the plain client and an explicit cacheKey store');
+});
+
 test('401: one refresh for concurrent calls of a client and its derived client, each replayed once with the new token', async () => {
   const r = await page.evaluate(async () => {
     let token = 'old';
