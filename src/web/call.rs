@@ -28,9 +28,9 @@ pub struct Call {
     pub cancel: Cancel,
     /// The client that made it: its hooks, auth, header functions.
     layer: Rc<Layer>,
-    /// The header names (lower case) the call gave itself, which the
-    /// client's header functions and auth token never replace.
-    own: Vec<String>,
+    /// The header names (lower case, one per line) the call gave itself,
+    /// which the client's header functions and auth token never replace.
+    own: String,
 }
 
 impl Call {
@@ -41,7 +41,7 @@ impl Call {
         target: Target,
         mode: Mode,
         layer: Rc<Layer>,
-        own: Vec<String>,
+        own: String,
     ) -> Call {
         Call {
             request_id,
@@ -59,9 +59,9 @@ impl Call {
         &self.layer
     }
 
-    /// The call gave header `name` (lower case) itself.
-    pub fn own_header(&self, name: &str) -> bool {
-        self.own.iter().any(|n| n == name)
+    /// The header names the call gave itself, lower case, one per line.
+    pub fn own(&self) -> &str {
+        &self.own
     }
 
     /// GET and HEAD: what they fetch is named by the URL (and headers)
@@ -93,6 +93,15 @@ impl Target {
         let method = request.method();
         let reuse = method == "GET" || method == "HEAD";
         Target::Request { request, reuse }
+    }
+
+    /// What the client's `Io` copies for an attempt: the Request, or the
+    /// URL and init.
+    pub fn parts(&self) -> (JsValue, JsValue) {
+        match self {
+            Target::Url { url, init, .. } => (url.clone(), init.clone().into()),
+            Target::Request { request, .. } => (JsValue::from(request), JsValue::UNDEFINED),
+        }
     }
 
     /// One attempt's own Request, sent as it is.

@@ -12,12 +12,12 @@ use super::convert::{to_js, Obj};
 use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
-use super::hooks;
+use super::hooks::Io;
 use super::host::now_ms;
 use super::layer::Layer;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built};
-use super::runtime::{boxed, spawn_promise};
+use super::runtime::spawn_promise;
 use super::schema;
 use crate::policy::options::{ClientConfig, OptionsError};
 
@@ -76,14 +76,21 @@ impl Client {
     /// Without it (the Rust tests) they reject with descriptors.
     #[wasm_bindgen(js_name = setErrorFactory)]
     pub fn set_error_factory(&mut self, f: js_sys::Function) {
-        self.builder.layer.set_classes(f.clone());
         self.make_error = Some(f);
+    }
+
+    /// The package's wrapper hands in the client's hooks, auth and header
+    /// functions (its `Io`), when it has any, before any call.
+    #[wasm_bindgen(js_name = setIo)]
+    pub fn set_io(&self, io: Io) {
+        self.builder.layer.set_io(io);
     }
 
     /// `client.extend(options)`: a client with `options` over this one's
     /// that shares its engine (breakers, budget, slots, holds, cross-tab
-    /// link, last-good cache). Throws an OptionsError descriptor.
-    pub fn extend(&self, options: JsValue) -> Result<Client, JsValue> {
+    /// link, last-good cache); `io` its functions (the wrapper's, made from
+    /// `options` over this client's). Throws an OptionsError descriptor.
+    pub fn extend(&self, options: JsValue, io: Option<Io>) -> Result<Client, JsValue> {
         let derive = || -> Result<Builder, OptionsError> {
             let r = Reader::new(&options, "options")?;
             if r.value("wasm")?.is_some() {
@@ -93,7 +100,10 @@ impl Client {
                 ));
             }
             let cfg = self.builder.cfg.extended(&read_client(&r)?)?;
-            let layer = self.builder.layer.child(&r)?;
+            let layer = Layer::new(Some(self.builder.layer.clone()));
+            if let Some(io) = io {
+                layer.set_io(io);
+            }
             self.builder.derive(&r, cfg, layer)
         };
         Ok(Client {
@@ -171,7 +181,7 @@ impl Client {
     fn build(options: &JsValue) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
         let cfg = ClientConfig::from_raw(&read_client(&r)?)?;
-        let builder = Builder::read(&r, cfg.clone(), Layer::root(&r)?)?;
+        let builder = Builder::read(&r, cfg.clone(), Layer::new(None))?;
         let prefix = cfg
             .storage
             .as_ref()
@@ -197,26 +207,13 @@ impl Client {
         })
     }
 
-    /// Runs a built call; rejects with the error's class instance (after
-    /// the client's `beforeError` hooks, within the call's deadline).
+    /// Runs a built call; rejects with the error's class instance.
     fn spawn(&self, built: Result<Built, OptionsError>) -> Promise {
         let make = self.make_error.clone();
         match built {
             Ok((call, signal)) => {
-                let hooks = call.layer().hooks.before_error.clone();
-                let until = now_ms() + call.spec.cfg.deadline_ms;
                 let run = self.engine.clone().call(call, signal);
-                spawn_promise(async move {
-                    let e = match run.await {
-                        Ok(v) => return Ok(v),
-                        Err(d) => to_class(&make, d),
-                    };
-                    if hooks.is_empty() {
-                        return Err(e);
-                    }
-                    let classed = |d| to_class(&make, d);
-                    Err(boxed(hooks::before_error(&hooks, e, until - now_ms(), classed)).await)
-                })
+                spawn_promise(async move { run.await.map_err(|d| to_class(&make, d)) })
             }
             Err(e) => Promise::reject(&to_class(&make, options_error(e))),
         }

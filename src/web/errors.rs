@@ -36,14 +36,11 @@ pub enum ErrorKind {
         cause: JsValue,
     },
     Options(OptionsError),
-    /// A hook, a header function or the auth token failed (`option`:
-    /// `'hooks'`, `'headers'` or `'auth'`): an OptionsError whose `cause` is
-    /// what it threw, when it threw.
-    Hook {
-        option: &'static str,
-        reason: &'static str,
-        cause: JsValue,
-    },
+    /// A hook, a header function or the auth token failed: the error the
+    /// client's JS side made of it (an OptionsError naming `hooks`,
+    /// `headers` or `auth`, `cause` what the function threw), stamped and
+    /// passed on as it is.
+    Thrown(JsValue),
 }
 
 pub struct CallError {
@@ -106,7 +103,7 @@ impl CallError {
             ErrorKind::CircuitOpen { .. } => "CircuitOpenError",
             ErrorKind::QueueFull => "QueueFullError",
             ErrorKind::Parse { .. } => "ParseError",
-            ErrorKind::Options(_) | ErrorKind::Hook { .. } => "OptionsError",
+            ErrorKind::Options(_) | ErrorKind::Thrown(_) => "OptionsError",
         }
     }
 
@@ -131,16 +128,22 @@ impl CallError {
             ErrorKind::QueueFull => "concurrency queue is full".into(),
             ErrorKind::Parse { .. } => "response body could not be parsed".into(),
             ErrorKind::Options(e) => cat(&["invalid option ", &e.option, ": ", &e.reason]),
-            ErrorKind::Hook { option, reason, .. } => cat(&[option, ": ", reason]),
+            ErrorKind::Thrown(_) => String::new(),
         }
     }
 
     /// The descriptor the JS wrapper turns into an error instance.
     pub fn to_js(&self) -> JsValue {
-        let o = Obj::new();
-        o.set("name", self.name())
-            .set("message", self.message())
-            .set("requestId", self.request_id.as_str())
+        let o = match &self.kind {
+            // An error object already: only stamped.
+            ErrorKind::Thrown(e) if e.is_object() => Obj(e.clone().into()),
+            _ => {
+                let o = Obj::new();
+                o.set("name", self.name()).set("message", self.message());
+                o
+            }
+        };
+        o.set("requestId", self.request_id.as_str())
             .set("attempts", self.attempts)
             .set("elapsedMs", self.elapsed_ms);
         if let Some(d) = self.retry_denied {
@@ -178,12 +181,7 @@ impl CallError {
             ErrorKind::Options(e) => {
                 o.set("option", e.option.as_str());
             }
-            ErrorKind::Hook { option, cause, .. } => {
-                o.set("option", *option);
-                if !cause.is_undefined() {
-                    o.set("cause", cause.clone());
-                }
-            }
+            ErrorKind::Thrown(_) => {}
         }
         if let Some(cause) = &self.cause {
             o.set("cause", cause.clone());

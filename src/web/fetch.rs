@@ -15,12 +15,11 @@ use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
-use super::hooks::{self, attempt_info};
+use super::hooks::flag;
 use super::host::{
     assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
 };
-use super::outgoing;
-use super::runtime::{boxed, settle, Alarm, Either, Race, Stop};
+use super::runtime::{settle, Alarm, Either, Race, Stop};
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
@@ -95,7 +94,7 @@ pub enum AttemptEnd {
         body: JsValue,
         /// The refreshes finished when the auth token it carried was read
         /// (`None`: it carried no token of the client's).
-        token: Option<u64>,
+        token: Option<f64>,
     },
     Network(JsValue),
     Timeout,
@@ -190,7 +189,7 @@ struct Answered {
     reset_ms: Option<f64>,
     response: JsValue,
     body: js_sys::JsString,
-    token: Option<u64>,
+    token: Option<f64>,
 }
 
 impl Answered {
@@ -208,9 +207,16 @@ impl Answered {
 }
 
 impl AttemptEnd {
+    /// A hook, header function or token of the client's failed with
+    /// `error` (what the wrapper's `Io` rejected with).
+    fn hook(error: JsValue, sent: bool) -> AttemptEnd {
+        let error = CallError::new(ErrorKind::Thrown(error));
+        AttemptEnd::Hook { error, sent }
+    }
+
     /// A 401 to an attempt that carried the client's auth token: the
     /// refreshes finished when that token was read.
-    pub fn unauthorized(&self) -> Option<u64> {
+    pub fn unauthorized(&self) -> Option<f64> {
         match self {
             AttemptEnd::Status {
                 status: 401, token, ..
@@ -301,27 +307,33 @@ async fn run(
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let layer = call.layer();
-    let info = layer
-        .per_attempt()
-        .then(|| attempt_info(&call.request_id, at.attempt, &call.spec.method, &call.url));
-    let (own, token) = match &info {
+    let (id, n, method, url) = (&call.request_id, at.attempt, &call.spec.method, &call.url);
+    let io = call.layer().io(flag::PER_ATTEMPT);
+    let (own, token) = match io {
         None => (None, None),
-        Some(info) => match boxed(outgoing::prepare(call, info)).await {
-            Ok((request, token)) => (Some(Target::own(request)), token),
-            Err(error) => return Ok(AttemptEnd::Hook { error, sent: false }),
-        },
+        Some(io) => {
+            let (input, init) = call.target.parts();
+            match settle(io.prepare(&input, &init, call.own(), id, n, method, url)).await {
+                Ok(pair) => {
+                    let pair: js_sys::Array = pair.unchecked_into();
+                    (
+                        Some(Target::own(pair.get(0).unchecked_into())),
+                        pair.get(1).as_f64(),
+                    )
+                }
+                Err(e) => return Ok(AttemptEnd::hook(e, false)),
+            }
+        }
     };
     at.sent.set(true);
     let target = own.as_ref().unwrap_or(&call.target);
     let mut value = settle(send(target, signal, at.hedge)?).await?;
-    if let (Some(info), Some(Target::Request { request, .. })) = (&info, &own) {
-        let hooks = &layer.hooks.after_response;
-        match boxed(hooks::after_response(hooks, request, value.clone(), info)).await {
+    if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
+        match settle(io.after(request, &value, id, n, method, url)).await {
             Ok(v) => value = v,
-            Err(error) => {
+            Err(e) => {
                 discard(&value);
-                return Ok(AttemptEnd::Hook { error, sent: true });
+                return Ok(AttemptEnd::hook(e, true));
             }
         }
     }

@@ -5,7 +5,6 @@
 //! `AbortController` and `performance.now()`: a page, a Web Worker or
 //! Node >= 20. That is why nothing here goes through `window`.
 
-mod auth;
 mod call;
 mod cancel;
 mod client;
@@ -22,7 +21,6 @@ mod hooks;
 mod host;
 mod layer;
 mod options;
-mod outgoing;
 mod request;
 pub mod runtime;
 mod schema;

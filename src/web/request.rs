@@ -51,8 +51,8 @@ struct Common {
     signal: Option<AbortSignal>,
     idem: Option<String>,
     breaker_key: Option<String>,
-    /// The header names the call gives itself (lower case).
-    own: Vec<String>,
+    /// The header names the call gives itself (lower case, one per line).
+    own: String,
 }
 
 impl Builder {
@@ -112,10 +112,10 @@ impl Builder {
             set_query(&url, &q)?;
         }
         let call_headers = r.string_record("headers")?;
-        common.own = call_headers
-            .iter()
-            .map(|(k, _)| k.to_ascii_lowercase())
-            .collect();
+        for (k, _) in &call_headers {
+            common.own.push_str(&k.to_ascii_lowercase());
+            common.own.push('\n');
+        }
         let has_headers =
             !(self.headers.is_empty() && call_headers.is_empty()) || common.idem.is_some();
         let body = r.value("body")?.filter(|b| !b.is_null());
@@ -242,7 +242,7 @@ impl Builder {
             signal,
             idem,
             breaker_key,
-            own: Vec::new(),
+            own: String::new(),
         })
     }
 
@@ -450,15 +450,22 @@ fn static_headers(r: &Reader) -> Result<Vec<(String, String)>> {
     Ok(headers)
 }
 
-/// The (lower-case) names a `Headers` holds.
-fn header_names(headers: &Headers) -> Vec<String> {
-    let Ok(Some(entries)) = js_sys::try_iter(headers) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|pair| pair.unchecked_into::<Array>().get(0).as_string())
-        .collect()
+/// The (lower-case) names a `Headers` holds, one per line.
+fn header_names(headers: &Headers) -> String {
+    let mut names = String::new();
+    if let Ok(Some(entries)) = js_sys::try_iter(headers) {
+        for pair in entries.flatten() {
+            names.push_str(
+                &pair
+                    .unchecked_into::<Array>()
+                    .get(0)
+                    .as_string()
+                    .unwrap_or_default(),
+            );
+            names.push('\n');
+        }
+    }
+    names
 }
 
 fn check_headers(headers: &[(String, String)], option: &str) -> Result<()> {

@@ -2,19 +2,18 @@
 //! points of it: after a retry is planned, the `beforeRetry` hooks; after a
 //! 401 to an attempt that carried a token, the shared refresh. What each
 //! may change is the policy core's to decide (`Guard::veto_retry`,
-//! `Guard::replay`); here they are only run, within the call's deadline and
-//! until it is cancelled.
+//! `Guard::replay`); here the client's `Io` (`hooks.rs`) is only asked,
+//! within the call's deadline and until it is cancelled.
 
 use wasm_bindgen::JsValue;
 
 use super::super::call::Call;
-use super::super::convert::Obj;
 use super::super::engine::Engine;
-use super::super::errors::CallError;
+use super::super::errors::{CallError, ErrorKind};
 use super::super::fetch::{self, AttemptEnd};
-use super::super::hooks::{self, attempt_info};
+use super::super::hooks::flag;
 use super::super::host::now_ms;
-use super::super::runtime::{boxed, Wake};
+use super::super::runtime::{settle, Wake};
 use crate::policy::classify::RetryDenied;
 use crate::policy::guard::{Attempt, CallState, Verdict};
 use crate::policy::ratelimit::Quota;
@@ -43,46 +42,30 @@ impl Engine {
         (err, response): (&CallError, &Option<JsValue>),
         attempt: u32,
     ) -> Result<Verdict, CallError> {
-        let Verdict::Retry { delay_ms } = verdict else {
+        let (Verdict::Retry { delay_ms }, Some(io)) =
+            (verdict, call.layer().io(flag::BEFORE_RETRY))
+        else {
             return Ok(verdict);
         };
-        if call.layer().hooks.before_retry.is_empty() {
-            return Ok(verdict);
-        }
-        let out = boxed(self.ask_before_retry(call, c, err, attempt, delay_ms)).await;
-        if let (Err(_), Some(r)) = (&out, response) {
-            fetch::discard(r);
-        }
-        out
-    }
-
-    async fn ask_before_retry(
-        &self,
-        call: &Call,
-        c: &mut CallState<'_>,
-        err: &CallError,
-        attempt: u32,
-        delay_ms: f64,
-    ) -> Result<Verdict, CallError> {
-        let layer = call.layer();
-        let retry = Verdict::Retry { delay_ms };
         let now = now_ms();
-        let info = attempt_info(&call.request_id, attempt, &call.spec.method, &call.url);
         let error = err.to_js();
-        Obj(error.clone().into())
-            .set("requestId", call.request_id.as_str())
-            .set("attempts", c.attempts())
-            .set("elapsedMs", c.deadline.elapsed(now));
-        let error = layer.classed(error);
-        let asked = hooks::before_retry(&layer.hooks.before_retry, &info, &error, delay_ms);
+        let (id, method, url) = (&call.request_id, &call.spec.method, &call.url);
+        let asked = settle(io.retry(&error, delay_ms, id, attempt, method, url));
         let answer = call.cancel.within(c.deadline.remaining(now), asked).await;
-        if let Ok(Ok(true)) = answer {
-            return Ok(retry);
+        if let Ok(Ok(go)) = &answer {
+            if go.as_bool() != Some(false) {
+                return Ok(verdict);
+            }
         }
         let vetoed = self.decide(&call.request_id, |g| g.veto_retry(c));
+        if let Some(r) = response {
+            if !matches!(answer, Ok(Ok(_))) {
+                fetch::discard(r);
+            }
+        }
         match answer {
             Ok(Ok(_)) => Ok(vetoed),
-            Ok(Err(e)) => Err(e),
+            Ok(Err(e)) => Err(CallError::new(ErrorKind::Thrown(e))),
             Err(Wake::Cancelled) => Err(call.cancel.abort_error()),
             // The deadline passed while the hooks ran: no time to retry.
             Err(_) => Ok(Verdict::Fail {
@@ -90,9 +73,7 @@ impl Engine {
             }),
         }
     }
-}
 
-impl Engine {
     /// A 401 to an attempt that carried the client's token, when the
     /// client can refresh it and the policy core allows a replay
     /// (`Guard::replay`): waits for the one refresh shared by the client and
@@ -107,8 +88,7 @@ impl Engine {
         send: &Attempt,
         quota: Option<&Quota>,
     ) -> Step {
-        let auth = call.layer().auth.clone().filter(|a| a.can_refresh());
-        let (Some(seen), Some(auth)) = (end.unauthorized(), auth) else {
+        let (Some(seen), Some(io)) = (end.unauthorized(), call.layer().io(flag::REFRESH)) else {
             return Step::Settle(end);
         };
         let replay = self.decide(&call.request_id, |g| {
@@ -117,16 +97,17 @@ impl Engine {
         if !replay {
             return Step::Settle(end);
         }
-        let wait = call
+        let wait = settle(io.refreshed(seen));
+        let refreshed = call
             .cancel
-            .within(c.deadline.remaining(now_ms()), auth.refreshed(seen));
-        let refreshed = boxed(wait).await;
+            .within(c.deadline.remaining(now_ms()), wait)
+            .await;
         let (err, response) = match end.into_result(&call.cancel, send.phase, false) {
             Ok(v) => return Step::Done(Ok(v)),
             Err(failed) => failed,
         };
         let (err, cause) = match refreshed {
-            Ok(Ok(())) => {
+            Ok(Ok(_)) => {
                 if let Some(r) = &response {
                     fetch::discard(r);
                 }

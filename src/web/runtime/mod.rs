@@ -48,15 +48,6 @@ mod listen;
 mod stop;
 
 pub use alarm::Alarm;
-
-/// `future` behind a pointer, for the rare paths of a hot one (a client's
-/// hooks and auth in the call loop): their states are not laid out, nor
-/// their polls inlined, in every call's future.
-pub fn boxed<'a, T>(
-    future: impl std::future::Future<Output = T> + 'a,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
-    Box::pin(future)
-}
 pub use executor::{settle, spawn, spawn_promise, Settle};
 pub use gate::{sleep, Either, Gate, GateFuture, Race, Timed, Wake};
 pub use listen::{EventLink, OnAbort};
