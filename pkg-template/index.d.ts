@@ -240,9 +240,10 @@ export interface Hooks {
     (info: AttemptInfo & { error: AnyStormguardError; delayMs: number }) => boolean | void | Promise<boolean | void>
   >;
   /**
-   * The error a call rejects with: return it or another StormguardError
-   * (anything else: OptionsError). Awaited within the call's deadline; past
-   * it, the call rejects with its own error.
+   * The error a `request()` rejects with: return it or another
+   * StormguardError (anything else: OptionsError). Awaited within the call's
+   * deadline; past it, the call rejects with its own error. (`fetch()`
+   * rejects as the host's fetch does; `schema()` resolves.)
    */
   beforeError?: OneOrMore<(error: AnyStormguardError) => StormguardError | Promise<StormguardError>>;
 }
