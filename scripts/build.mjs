@@ -156,7 +156,12 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // its .wasm, each gzip -9, counted as bench/size.mjs counts "stormguard". It
 // can only go down unless a commit raises it on purpose: to raise it, change
 // SIZE_BUDGET_BYTES here and say in that commit what the bytes buy.
-const SIZE_BUDGET_BYTES = 93_340; // 92,316 shipped on main after issue 19 (i19a + i19b) and issue 17 + 1 KB
+// Issue 25 items 1-3 (header functions, auth with a shared refresh, ky's hooks,
+// extend()) added 8.6 KB: extend() 2.1 (wasm), the calls into the wrapper's
+// hooks/auth and the loop's replay and beforeRetry steps 2.6 (wasm), the
+// wrapper's Io that runs them 1.7 (JS), the close tree and per-client layer
+// the rest (their first Rust version, functions called from wasm, cost 5.5 KB more).
+const SIZE_BUDGET_BYTES = 101_871; // 100,847 shipped after issue 25 items 1-3 (main: 89.9 KB) + 1 KB
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;
