@@ -19,6 +19,7 @@ use super::events::Listeners;
 use super::host::now_ms;
 use super::runtime::{Alarm, Gate, OnAbort, Wake};
 use super::storage::Memory;
+use super::transport::Transport;
 use super::vecmap::VecMap;
 use crate::policy::guard::Guard;
 use crate::policy::limiter::WaiterId;
@@ -51,6 +52,8 @@ pub struct Engine {
     /// `schema()`'s last-good copies where they are kept in memory.
     pub memory: Memory,
     pub events: Listeners,
+    /// Where attempts go (the `fetch` option, else the global fetch).
+    pub transport: Transport,
     /// The timer that turns the first open breaker half-open when its
     /// period ends, and that time (see `news.rs`).
     half_open: RefCell<Option<(Alarm, f64)>>,
@@ -58,7 +61,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(cfg: ClientConfig) -> Rc<Engine> {
+    pub fn new(cfg: ClientConfig, transport: Transport) -> Rc<Engine> {
         let st = State {
             guard: Guard::new(&cfg),
             waiters: VecMap::new(),
@@ -72,6 +75,7 @@ impl Engine {
             st: RefCell::new(st),
             memory: Memory::default(),
             events: Listeners::default(),
+            transport,
             crosstab: OnceCell::new(),
             half_open: RefCell::new(None),
             me: me.clone(),

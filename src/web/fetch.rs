@@ -15,10 +15,9 @@ use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
-use super::host::{
-    assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
-};
+use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
 use super::runtime::{settle, Alarm, Either, Race, Stop};
+use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
@@ -204,6 +203,7 @@ impl Answered {
 /// to the same URL until the first one's headers arrive.
 pub async fn attempt(
     call: &Call,
+    transport: &Transport,
     timeout_ms: f64,
     stop: Stop,
     hedge: bool,
@@ -222,7 +222,7 @@ pub async fn attempt(
     };
     let answered = RefCell::new(None);
     let quota = Cell::new(None);
-    let work = std::pin::pin!(run(call, &signal, hedge, &answered, &quota));
+    let work = std::pin::pin!(run(call, transport, &signal, hedge, &answered, &quota));
     let end = Race(work, stop.wait()).await;
     drop(attached);
     let error = match end {
@@ -248,12 +248,13 @@ pub async fn attempt(
 /// announces goes into `quota` as soon as its headers are in.
 async fn run(
     call: &Call,
+    transport: &Transport,
     signal: &AbortSignal,
     hedge: bool,
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let value = settle(send(&call.target, signal, hedge)?).await?;
+    let value = settle(send(transport, &call.target, signal, hedge)?).await?;
     if !value.is_object() {
         return Err(not_a_response(
             &value.js_typeof().as_string().unwrap_or_default(),
@@ -289,9 +290,14 @@ async fn run(
     answered.take().map(Answered::end).ok_or(JsValue::UNDEFINED)
 }
 
-/// Sends `target` with `signal` through the host's fetch. A hedge sends
-/// its own copy of the init, with `cache: 'no-store'`.
-fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Promise, JsValue> {
+/// Sends `target` with `signal` through the client's transport. A hedge
+/// sends its own copy of the init, with `cache: 'no-store'`.
+fn send(
+    transport: &Transport,
+    target: &Target,
+    signal: &AbortSignal,
+    hedge: bool,
+) -> Result<js_sys::Promise, JsValue> {
     let own = |base: &JsValue| -> Result<RequestInit, JsValue> {
         let init: RequestInit = assign(&RequestInit::new(), base)?.unchecked_into();
         js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
@@ -301,11 +307,11 @@ fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Pr
         Target::Url { url, init, .. } if hedge => {
             let init = own(init)?;
             init.set_signal(Some(signal));
-            global_fetch(url, &init)
+            transport.send(url, &init)
         }
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
-            global_fetch(url, init)
+            transport.send(url, init)
         }
         Target::Request { request, reuse } => {
             let init = if hedge {
@@ -314,10 +320,17 @@ fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Pr
                 RequestInit::new()
             };
             init.set_signal(Some(signal));
+            // An init that is not empty resets a Request's referrer and
+            // referrer policy (the Request constructor's "if init is not
+            // empty" step): every attempt gives them back as it holds them.
+            for key in ["referrer", "referrerPolicy"] {
+                let key = JsValue::from_str(key);
+                js_sys::Reflect::set(&init, &key, &js_sys::Reflect::get(request, &key)?)?;
+            }
             if *reuse {
-                global_fetch(request, &init)
+                transport.send(request, &init)
             } else {
-                global_fetch(&JsValue::from(request.clone()?), &init)
+                transport.send(&JsValue::from(request.clone()?), &init)
             }
         }
     })

@@ -16,6 +16,7 @@ mod engine;
 mod errors;
 mod events;
 mod fetch;
+mod fetch_init;
 mod hedge;
 mod host;
 mod options;
@@ -23,6 +24,7 @@ mod request;
 pub mod runtime;
 mod schema;
 mod storage;
+mod transport;
 mod vecmap;
 
 pub use client::Client;
