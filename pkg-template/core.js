@@ -110,10 +110,45 @@ export function isStormguardError(e) {
 }
 
 /** An engine descriptor `{ name, message, ...fields }` as its class. */
-function toError(d) {
+function classed(d) {
   if (d instanceof StormguardError) return d;
   const C = d && typeof d === 'object' && Object.hasOwn(CLASSES, d.name) ? CLASSES[d.name] : null;
   return C ? new C(d.message, d) : d;
+}
+
+/** What the host's fetch says when it fails without a word of its own. */
+function failedToFetch() {
+  const ua = globalThis.navigator?.userAgent ?? '';
+  if (/Firefox\//.test(ua)) return 'NetworkError when attempting to fetch resource.';
+  if (/Safari\//.test(ua) && !/Chrom/.test(ua)) return 'Load failed';
+  return /Mozilla/.test(ua) ? 'Failed to fetch' : 'fetch failed';
+}
+
+/**
+ * A stormguard error as the host's fetch() would reject for its cause
+ * (API.md, fetch()): a network failure, an open circuit or a full queue a
+ * TypeError with the host's message; a timeout or deadline a DOMException
+ * TimeoutError; close() a DOMException AbortError. `cause` is the
+ * StormguardError, with its code, attempts, retryInMs... An OptionsError
+ * (stormguard's own options) stays as it is.
+ */
+function native(e) {
+  let n;
+  if (e.code === 'NETWORK' || e.code === 'CIRCUIT_OPEN' || e.code === 'QUEUE_FULL') {
+    const said = e.cause instanceof TypeError ? e.cause.message : '';
+    return new TypeError(said || failedToFetch(), { cause: e });
+  }
+  if (e.code === 'TIMEOUT') n = new DOMException(e.message, 'TimeoutError');
+  else if (e.code === 'ABORTED') n = new DOMException(e.message, 'AbortError');
+  else return e;
+  Object.defineProperty(n, 'cause', { value: e, writable: true, configurable: true });
+  return n;
+}
+
+/** `d` as its class, or (`asFetch`) as what fetch() rejects with. */
+function toError(d, asFetch) {
+  const e = classed(d);
+  return asFetch && e instanceof StormguardError ? native(e) : e;
 }
 const rethrow = (d) => { throw toError(d); };
 const closedError = () => new AbortError('call aborted', { reason: 'client closed' });
@@ -343,6 +378,8 @@ class Client {
     this.#c = inner;
     this.#io = io;
     this.#final = final;
+    // Methods work unbound: `globalThis.fetch = client.fetch` installs it.
+    for (const m of ['request', 'fetch', 'schema', 'stats', 'breakers', 'on', 'close', 'extend']) this[m] = this[m].bind(this);
   }
 
   /**
@@ -380,6 +417,7 @@ class Client {
   }
 
   fetch(input, init) {
+    if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
     return this.#call('fetch', input, init);
   }
 
@@ -393,7 +431,7 @@ class Client {
   }
 
   #call(method, a, b) {
-    if (this.#final) return Promise.reject(closedError());
+    if (this.#final) return Promise.reject(toError(closedError(), method === 'fetch'));
     this.#depth++;
     try {
       // request() and fetch() reject with classes already (setErrorFactory);
@@ -402,7 +440,7 @@ class Client {
     } catch (d) {
       // The engine reports through the promise; this only turns a host
       // exception it could not catch into a rejection, never a throw.
-      return Promise.reject(toError(d));
+      return Promise.reject(toError(d, method === 'fetch'));
     } finally {
       if (--this.#depth === 0 && this.#final) this.#c.free();
     }

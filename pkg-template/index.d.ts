@@ -106,7 +106,28 @@ export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { pr
   ? M & object
   : never;
 
-export interface ClientOptions {
+/**
+ * The fields of RequestInit that are not body, method, headers or signal:
+ * accepted by createClient (the default of every call), request(), schema()
+ * and fetch(), and sent on every attempt exactly as fetch sends them (from
+ * the call, else the client's default, else fetch's own default). Validity
+ * is the Request constructor's: a value it refuses rejects request() and
+ * schema() with an OptionsError naming the field (createClient too, for a
+ * default), and fetch() with the constructor's TypeError.
+ */
+export interface FetchInit {
+  credentials?: RequestCredentials;
+  mode?: RequestMode;
+  cache?: RequestCache;
+  redirect?: RequestRedirect;
+  referrer?: string;
+  referrerPolicy?: ReferrerPolicy;
+  integrity?: string;
+  keepalive?: boolean;
+  priority?: 'high' | 'low' | 'auto';
+}
+
+export interface ClientOptions extends FetchInit {
   /** Relative URLs resolve against it (else location.href). */
   baseUrl?: string;
   /**
@@ -170,6 +191,14 @@ export interface ClientOptions {
    * OptionsError (`option: 'wasm'`) naming what was requested.
    */
   wasm?: WasmSource;
+  /**
+   * The transport: called for every attempt with one Request (as ky calls
+   * its fetch). Default: the global fetch as it is at that attempt (so a
+   * test's mock installed later is used). A client installed as the global
+   * fetch never sends through itself: its attempts go to the global fetch
+   * as it was when the client was created.
+   */
+  fetch?: (input: Request) => Promise<Response>;
 }
 
 /**
@@ -282,7 +311,7 @@ export interface CallOptions {
 
 export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
 
-export interface RequestOptions extends CallOptions {
+export interface RequestOptions extends CallOptions, FetchInit {
   /** Default 'GET'. */
   method?: string;
   /** Merged over the client's. */

@@ -157,11 +157,12 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // can only go down unless a commit raises it on purpose: to raise it, change
 // SIZE_BUDGET_BYTES here and say in that commit what the bytes buy.
 // Issue 25 items 1-3 (header functions, auth with a shared refresh, ky's hooks,
-// extend()) added 8.6 KB: extend() 2.1 (wasm), the calls into the wrapper's
-// hooks/auth and the loop's replay and beforeRetry steps 2.6 (wasm), the
-// wrapper's Io that runs them 1.7 (JS), the close tree and per-client layer
-// the rest (their first Rust version, functions called from wasm, cost 5.5 KB more).
-const SIZE_BUDGET_BYTES = 101_871; // 100,847 shipped after issue 25 items 1-3 (main: 89.9 KB) + 1 KB
+// extend()) added 8,799 bytes (92,048 -> 100,847 before issue 24): extend() 2.1 KB
+// (wasm), the calls into the wrapper's hooks/auth and the loop's replay and
+// beforeRetry steps 2.6 KB (wasm), the wrapper's Io that runs them 1.7 KB (JS), the
+// close tree and per-client layer the rest (their first Rust version, functions
+// called from wasm, cost 5.5 KB more).
+const SIZE_BUDGET_BYTES = 105_524; // 93,340 (92,316 shipped after issues 19 and 17, + 1 KB) + 3,385 for issue 24 (shipped 92,048 -> 95,433) + 8,799 for issue 25 items 1-3
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -74,14 +74,16 @@ impl Call {
 /// What every attempt of a call sends.
 pub enum Target {
     /// `fetch(url, init)` with the call's own init, whose signal is set anew
-    /// for each attempt: a call without a body builds no Request at all.
+    /// for each attempt: a call without a body or FetchInit fields builds no
+    /// Request at all.
     Url {
         url: JsValue,
         init: RequestInit,
         /// None when the call sends no headers of its own.
         headers: Option<Headers>,
     },
-    /// A built Request: the caller's own, or one with a body. A body can be
+    /// A built Request: the caller's own, or one with a body or FetchInit
+    /// fields (and so their checks: a no-cors Request's headers). A body can be
     /// read once, so each attempt sends a clone unless `reuse` (GET and HEAD,
     /// which have none). Not `Request.body`: Firefox does not implement it,
     /// and a POST sent from the base itself left nothing for its retry.

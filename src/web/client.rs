@@ -8,6 +8,7 @@ use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::cancel::CancelReason;
 use super::convert::{to_js, Obj};
 use super::crosstab::CrossTab;
 use super::engine::Engine;
@@ -16,9 +17,10 @@ use super::hooks::Io;
 use super::host::now_ms;
 use super::layer::Layer;
 use super::options::{read_client, Reader};
-use super::request::{Builder, Built};
-use super::runtime::spawn_promise;
+use super::request::{Builder, Built, Refused};
+use super::runtime::{spawn, spawn_promise, OnAbort};
 use super::schema;
+use super::transport::Transport;
 use crate::policy::options::{ClientConfig, OptionsError};
 
 /// The storage prefix's default, which also names the cross-tab channel.
@@ -36,10 +38,16 @@ pub struct Client {
     make_error: Option<js_sys::Function>,
 }
 
-fn to_class(make: &Option<js_sys::Function>, descriptor: JsValue) -> JsValue {
+/// The error a descriptor stands for: its class instance, or for
+/// `fetch()` (`native`) the error the host's fetch would give.
+fn to_class(make: &Option<js_sys::Function>, descriptor: JsValue, native: bool) -> JsValue {
     match make {
         Some(f) => f
-            .call1(&JsValue::UNDEFINED, &descriptor)
+            .call2(
+                &JsValue::UNDEFINED,
+                &descriptor,
+                &JsValue::from_bool(native),
+            )
             .unwrap_or(descriptor),
         None => descriptor,
     }
@@ -61,19 +69,33 @@ impl Client {
     /// `client.request(url, options)`: resolves with the parsed body.
     pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
         let built = self.builder.request(&self.engine, &url, &options, false);
-        self.spawn(built)
+        self.spawn(built, false)
     }
 
-    /// `client.fetch(input, init)`: a drop-in for the global fetch.
+    /// `client.fetch(input, init)`: a drop-in for the global fetch, which
+    /// rejects as it does. An attempt of this client's (or another's) that
+    /// comes back here, the client being installed as the global fetch,
+    /// goes to the network instead (see `transport.rs`).
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
-        let built = self.builder.fetch(&self.engine, &input, &init);
-        self.spawn(built)
+        let layer = &self.builder.layer;
+        let transport = layer.transport().unwrap_or(&self.engine.transport);
+        if let Some(sent) = transport.returned(&input, &init) {
+            return sent;
+        }
+        match self.builder.fetch(&self.engine, &input, &init) {
+            Ok(built) => self.spawn(Ok(built), true),
+            Err(Refused::Host(e)) => Promise::reject(&e),
+            Err(Refused::Options(e)) => {
+                Promise::reject(&to_class(&self.make_error, options_error(e), true))
+            }
+        }
     }
 
-    /// The package's wrapper hands in its descriptor-to-class function, so
-    /// `request()` and `fetch()` reject with class instances and their
-    /// promises reach the caller as they are, without a `then` per call.
-    /// Without it (the Rust tests) they reject with descriptors.
+    /// The package's wrapper hands in its descriptor-to-class function
+    /// (`(descriptor, native) => error`), so `request()` and `fetch()`
+    /// reject with class instances (for `fetch()`, the host's own errors)
+    /// and their promises reach the caller as they are, without a `then`
+    /// per call. Without it (the Rust tests) they reject with descriptors.
     #[wasm_bindgen(js_name = setErrorFactory)]
     pub fn set_error_factory(&mut self, f: js_sys::Function) {
         self.make_error = Some(f);
@@ -100,7 +122,11 @@ impl Client {
                 ));
             }
             let cfg = self.builder.cfg.extended(&read_client(&r)?)?;
-            let layer = Layer::new(Some(self.builder.layer.clone()));
+            let transport = match r.value("fetch")? {
+                Some(_) => Some(Transport::read(&r)?),
+                None => None,
+            };
+            let layer = Layer::new(Some(self.builder.layer.clone()), transport);
             if let Some(io) = io {
                 layer.set_io(io);
             }
@@ -180,15 +206,16 @@ impl Client {
 impl Client {
     fn build(options: &JsValue) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
+        let transport = Transport::read(&r)?;
         let cfg = ClientConfig::from_raw(&read_client(&r)?)?;
-        let builder = Builder::read(&r, cfg.clone(), Layer::new(None))?;
+        let builder = Builder::read(&r, cfg.clone(), Layer::new(None, None))?;
         let prefix = cfg
             .storage
             .as_ref()
             .map_or(DEFAULT_PREFIX, |s| s.prefix.as_str())
             .to_owned();
         let cross_tab = cfg.cross_tab;
-        let engine = Engine::new(cfg);
+        let engine = Engine::new(cfg, transport);
         if cross_tab {
             let weak = Rc::downgrade(&engine);
             let on_peer = move |msg| {
@@ -207,15 +234,51 @@ impl Client {
         })
     }
 
-    /// Runs a built call; rejects with the error's class instance.
-    fn spawn(&self, built: Result<Built, OptionsError>) -> Promise {
+    /// Runs a built call; rejects with the error's class instance, or for
+    /// `fetch()` (`native`) with the host's own error for it. A fetch()
+    /// caller's abort rejects the promise with the signal's reason in the
+    /// abort itself, as the host's fetch does (an already aborted signal:
+    /// a promise already rejected), and the engine then ends the call.
+    fn spawn(&self, built: Result<Built, OptionsError>, native: bool) -> Promise {
         let make = self.make_error.clone();
-        match built {
-            Ok((call, signal)) => {
-                let run = self.engine.clone().call(call, signal);
-                spawn_promise(async move { run.await.map_err(|d| to_class(&make, d)) })
-            }
-            Err(e) => Promise::reject(&to_class(&make, options_error(e))),
-        }
+        let mut built = match built {
+            Ok(b) => Some(b),
+            Err(e) => return Promise::reject(&to_class(&make, options_error(e), native)),
+        };
+        let engine = self.engine.clone();
+        Promise::new(&mut |resolve, reject| {
+            let Some((call, signal)) = built.take() else {
+                return;
+            };
+            let cancel = call.cancel.clone();
+            let (on_abort, early) = (cancel.clone(), reject.clone());
+            let (link, signal) = match signal {
+                Some(s) if native => {
+                    let link = OnAbort::new(&s, move |why| {
+                        on_abort.cancel(CancelReason::Caller(why.clone()));
+                        let _ = early.call1(&JsValue::UNDEFINED, &why);
+                    });
+                    (link, None)
+                }
+                signal => (None, signal),
+            };
+            let run = engine.clone().call(call, signal);
+            let make = make.clone();
+            spawn(async move {
+                let out = run.await;
+                drop(link);
+                let (settle, value) = match out {
+                    Ok(v) => (resolve, v),
+                    // fetch(): rejected already, with the reason itself.
+                    Err(_)
+                        if native && matches!(cancel.reason(), Some(CancelReason::Caller(_))) =>
+                    {
+                        return
+                    }
+                    Err(d) => (reject, to_class(&make, d, native)),
+                };
+                let _ = settle.call1(&JsValue::UNDEFINED, &value);
+            });
+        })
     }
 }

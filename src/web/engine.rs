@@ -20,6 +20,7 @@ use super::host::now_ms;
 use super::layer::Layer;
 use super::runtime::{Alarm, Gate, OnAbort, Wake};
 use super::storage::Memory;
+use super::transport::Transport;
 use super::vecmap::VecMap;
 use crate::policy::guard::Guard;
 use crate::policy::limiter::WaiterId;
@@ -53,6 +54,8 @@ pub struct Engine {
     /// `schema()`'s last-good copies where they are kept in memory.
     pub memory: Memory,
     pub events: Listeners,
+    /// Where attempts go (the `fetch` option, else the global fetch).
+    pub transport: Transport,
     /// The timer that turns the first open breaker half-open when its
     /// period ends, and that time (see `news.rs`).
     half_open: RefCell<Option<(Alarm, f64)>>,
@@ -60,7 +63,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(cfg: ClientConfig) -> Rc<Engine> {
+    pub fn new(cfg: ClientConfig, transport: Transport) -> Rc<Engine> {
         let st = State {
             guard: Guard::new(&cfg),
             waiters: VecMap::new(),
@@ -74,6 +77,7 @@ impl Engine {
             st: RefCell::new(st),
             memory: Memory::default(),
             events: Listeners::default(),
+            transport,
             crosstab: OnceCell::new(),
             half_open: RefCell::new(None),
             me: me.clone(),

@@ -16,10 +16,9 @@ use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
 use super::hooks::flag;
-use super::host::{
-    assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
-};
+use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
 use super::runtime::{settle, Alarm, Either, Race, Stop};
+use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
@@ -238,6 +237,7 @@ impl AttemptEnd {
 /// to the same URL until the first one's headers arrive.
 pub async fn attempt(
     call: &Call,
+    transport: &Transport,
     send: Attempt,
     stop: Stop,
     hedge: bool,
@@ -262,7 +262,7 @@ pub async fn attempt(
         hedge,
         sent: &sent,
     };
-    let work = std::pin::pin!(run(call, &signal, at, &answered, &quota));
+    let work = std::pin::pin!(run(call, transport, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
     drop(attached);
     let error = match end {
@@ -302,6 +302,7 @@ struct Sending<'a> {
 /// own (`outgoing.rs`) and may replace the Response (`afterResponse`).
 async fn run(
     call: &Call,
+    transport: &Transport,
     signal: &AbortSignal,
     at: Sending<'_>,
     answered: &RefCell<Option<Answered>>,
@@ -327,7 +328,7 @@ async fn run(
     };
     at.sent.set(true);
     let target = own.as_ref().unwrap_or(&call.target);
-    let mut value = settle(send(target, signal, at.hedge)?).await?;
+    let mut value = settle(send(transport, target, signal, at.hedge)?).await?;
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
         match settle(io.after(request, &value, id, n, method, url)).await {
             Ok(v) => value = v,
@@ -373,9 +374,14 @@ async fn run(
     answered.take().map(Answered::end).ok_or(JsValue::UNDEFINED)
 }
 
-/// Sends `target` with `signal` through the host's fetch. A hedge sends
-/// its own copy of the init, with `cache: 'no-store'`.
-fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Promise, JsValue> {
+/// Sends `target` with `signal` through the client's transport. A hedge
+/// sends its own copy of the init, with `cache: 'no-store'`.
+fn send(
+    transport: &Transport,
+    target: &Target,
+    signal: &AbortSignal,
+    hedge: bool,
+) -> Result<js_sys::Promise, JsValue> {
     let own = |base: &JsValue| -> Result<RequestInit, JsValue> {
         let init: RequestInit = assign(&RequestInit::new(), base)?.unchecked_into();
         js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
@@ -385,11 +391,11 @@ fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Pr
         Target::Url { url, init, .. } if hedge => {
             let init = own(init)?;
             init.set_signal(Some(signal));
-            global_fetch(url, &init)
+            transport.send(url, &init)
         }
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
-            global_fetch(url, init)
+            transport.send(url, init)
         }
         Target::Request { request, reuse } => {
             let init = if hedge {
@@ -398,10 +404,17 @@ fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Pr
                 RequestInit::new()
             };
             init.set_signal(Some(signal));
+            // An init that is not empty resets a Request's referrer and
+            // referrer policy (the Request constructor's "if init is not
+            // empty" step): every attempt gives them back as it holds them.
+            for key in ["referrer", "referrerPolicy"] {
+                let key = JsValue::from_str(key);
+                js_sys::Reflect::set(&init, &key, &js_sys::Reflect::get(request, &key)?)?;
+            }
             if *reuse {
-                global_fetch(request, &init)
+                transport.send(request, &init)
             } else {
-                global_fetch(&JsValue::from(request.clone()?), &init)
+                transport.send(&JsValue::from(request.clone()?), &init)
             }
         }
     })

@@ -14,6 +14,7 @@ use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 
 use super::hooks::{flag, Io};
+use super::transport::Transport;
 
 thread_local! {
     static LAST_ID: Cell<u32> = const { Cell::new(0) };
@@ -24,6 +25,9 @@ pub struct Layer {
     parent: Option<Rc<Layer>>,
     /// Its functions and their flags, set once (none: a client without).
     io: OnceCell<(Io, u32)>,
+    /// A derived client's own `fetch` option (else its parent's, and the
+    /// root's is the engine's).
+    transport: Option<Transport>,
     closed: Cell<bool>,
     /// This client's `on()` listeners, removed when it closes.
     listeners: RefCell<Vec<u32>>,
@@ -33,8 +37,9 @@ pub struct Layer {
 }
 
 impl Layer {
-    /// A client made by `createClient`, or derived from `parent`.
-    pub fn new(parent: Option<Rc<Layer>>) -> Rc<Layer> {
+    /// A client made by `createClient`, or derived from `parent` (with a
+    /// `fetch` of its own, `transport`).
+    pub fn new(parent: Option<Rc<Layer>>, transport: Option<Transport>) -> Rc<Layer> {
         let id = LAST_ID.with(|n| {
             n.set(n.get().wrapping_add(1));
             n.get()
@@ -42,6 +47,7 @@ impl Layer {
         Rc::new(Layer {
             parent,
             io: OnceCell::new(),
+            transport,
             closed: Cell::new(false),
             listeners: RefCell::default(),
             id,
@@ -66,6 +72,13 @@ impl Layer {
     /// show: a token, or what a header function or hook adds.
     pub fn may_authorize(&self) -> bool {
         self.io(flag::MAY_AUTHORIZE).is_some()
+    }
+
+    /// Where its attempts go, if not the engine's transport.
+    pub fn transport(&self) -> Option<&Transport> {
+        self.transport
+            .as_ref()
+            .or_else(|| self.parent.as_ref()?.transport())
     }
 
     pub fn id(&self) -> u32 {

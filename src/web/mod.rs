@@ -16,6 +16,7 @@ mod engine;
 mod errors;
 mod events;
 mod fetch;
+mod fetch_init;
 mod hedge;
 mod hooks;
 mod host;
@@ -25,6 +26,7 @@ mod request;
 pub mod runtime;
 mod schema;
 mod storage;
+mod transport;
 mod vecmap;
 
 pub use client::Client;

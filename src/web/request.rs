@@ -14,9 +14,9 @@ use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 
 use super::call::{Call, Mode, ResponseType, Target};
-use super::convert::Obj;
 use super::engine::Engine;
-use super::host::{instance_of, location_href, parse_url, prototype_of, uuid_v4};
+use super::fetch_init::{Fields, InitView};
+use super::host::{instance_of, location_href, new_request, parse_url, prototype_of, uuid_v4};
 use super::layer::Layer;
 use super::options::{
     pair_of, pairs, read_call, read_idempotency_key, read_signal, scalar, Reader,
@@ -31,24 +31,40 @@ type Result<T> = std::result::Result<T, OptionsError>;
 /// A built call and the caller's signal, which the engine links.
 pub type Built = (Call, Option<AbortSignal>);
 
+/// Why `fetch()` refused its arguments: one of stormguard's own options,
+/// or what the host refused (the Request constructor's TypeError, a
+/// getter's exception), to reject with as it was thrown.
+pub enum Refused {
+    Options(OptionsError),
+    Host(JsValue),
+}
+
+impl From<OptionsError> for Refused {
+    fn from(e: OptionsError) -> Refused {
+        Refused::Options(e)
+    }
+}
+
 /// What the client adds to each call it builds.
 pub struct Builder {
     /// `baseUrl` as a JS string, passed to `new URL` as it is.
     base_url: Option<JsValue>,
     headers: Vec<(String, String)>,
+    /// The client's FetchInit defaults.
+    defaults: Fields,
     /// Prefixes this client's request ids.
     tag: String,
     /// The client's settings every call's options are merged over (a
     /// derived client's own, the engine's for the root).
     pub cfg: ClientConfig,
-    /// The client's hooks, auth and header functions.
+    /// The client's place among derived clients, and its hooks, auth and
+    /// header functions.
     pub layer: Rc<Layer>,
 }
 
 /// The options `request()` and `fetch()` share.
 struct Common {
     cfg: CallConfig,
-    signal: Option<AbortSignal>,
     idem: Option<String>,
     breaker_key: Option<String>,
     /// The header names the call gives itself (lower case, one per line).
@@ -56,23 +72,19 @@ struct Common {
 }
 
 impl Builder {
-    /// `baseUrl` and `headers` from the client's options.
+    /// `baseUrl`, `headers` and the FetchInit defaults from the client's
+    /// options.
     pub fn read(r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
             Some(b) => Some(base_url(&b, &JsValue::UNDEFINED)?),
             None => None,
         };
-        Ok(Builder {
-            base_url,
-            headers: static_headers(r)?,
-            tag: uuid_v4().chars().take(8).collect(),
-            cfg,
-            layer,
-        })
+        let defaults = Fields::read(r)?;
+        Builder::checked(base_url, static_headers(r)?, defaults, cfg, layer)
     }
 
     /// A derived client's (`extend`): its `baseUrl` resolved against this
-    /// one's, its headers over these.
+    /// one's, its headers and FetchInit fields over these.
     pub fn derive(&self, r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
             Some(b) => Some(base_url(
@@ -86,9 +98,27 @@ impl Builder {
             headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&k));
             headers.push((k, v));
         }
+        let defaults = Fields::read(r)?.over(&self.defaults);
+        Builder::checked(base_url, headers, defaults, cfg, layer)
+    }
+
+    fn checked(
+        base_url: Option<JsValue>,
+        headers: Vec<(String, String)>,
+        defaults: Fields,
+        cfg: ClientConfig,
+        layer: Rc<Layer>,
+    ) -> Result<Builder> {
+        let somewhere = match &base_url {
+            Some(b) => b.clone(),
+            None => location_href(),
+        };
+        let somewhere = somewhere.as_string();
+        defaults.check(somewhere.as_deref().unwrap_or("http://localhost/"), "GET")?;
         Ok(Builder {
             base_url,
             headers,
+            defaults,
             tag: uuid_v4().chars().take(8).collect(),
             cfg,
             layer,
@@ -105,6 +135,8 @@ impl Builder {
     ) -> Result<Built> {
         let r = Reader::new(options, "options")?;
         let mut common = self.common(&r)?;
+        let signal = read_signal(&r)?;
+        let fields = Fields::read(&r)?.over(&self.defaults);
         let method = call_options::method(r.string("method")?.as_deref())?;
         let response_type = ResponseType::parse(r.string("responseType")?.as_deref())?;
         let url = self.resolve_url(url)?;
@@ -126,8 +158,9 @@ impl Builder {
             None
         };
         let url = endpoint(&url)?;
-        let target = target(&url.0, &method, headers, body)?;
-        let (mut call, signal) = self.call(
+        fields.check(&url.0, &method)?;
+        let target = target(&url.0, &method, headers, body, &fields)?;
+        let mut call = self.call(
             engine,
             url,
             method,
@@ -138,9 +171,11 @@ impl Builder {
         call.spec.prefer_cache = prefer_cache;
         if self.cfg.dedupe && call.named_by_url() {
             let headers = call.target.headers().filter(|_| has_headers);
+            let mut key = dedupe_key(&call, headers, response_type);
+            fields.describe(&mut key);
             call.mode = Mode::Request {
                 response_type,
-                share: Some(dedupe_key(&call, headers, response_type)),
+                share: Some(key),
             };
         }
         Ok((call, signal))
@@ -157,42 +192,51 @@ impl Builder {
         Ok(headers)
     }
 
-    /// `fetch(input, init)`.
-    pub fn fetch(&self, engine: &Engine, input: &JsValue, init: &JsValue) -> Result<Built> {
+    /// `fetch(input, init)`. The Request constructor reads `input` and
+    /// `init` (through [`InitView`]) and is the authority on them: what it
+    /// refuses is refused as it threw, before anything is sent. A relative
+    /// URL resolves against `baseUrl` when the client has one.
+    pub fn fetch(
+        &self,
+        engine: &Engine,
+        input: &JsValue,
+        init: &JsValue,
+    ) -> std::result::Result<Built, Refused> {
+        // An init that is no dictionary (a string, a number): the constructor's TypeError.
+        if !(init.is_undefined() || init.is_null() || init.is_object()) {
+            return Err(Refused::Host(
+                new_request(input, init).err().unwrap_or_default(),
+            ));
+        }
         let r = Reader::new(init, "init")?;
         let mut common = self.common(&r)?;
-        // The Request sees the caller's init minus the signal: each attempt
-        // gets its own, linked to the caller's. The Request constructor reads
-        // `init` itself, member by member, through a Proxy whose `get` trap
-        // is `Reflect.get(init, key)` (inherited members and getters, with
-        // `init` as their receiver, as the host's fetch reads them) except
-        // for `signal`. Never a copy: Object.assign or a spread would turn
-        // an own `__proto__` key (what JSON.parse makes of one) into the
-        // copy's prototype and smuggle its method, headers and body in, and
-        // would drop inherited members. The Proxy's target is an empty
-        // object, so a frozen `init` breaks no Proxy invariant.
-        // The trap must outlive the Request constructor below.
-        let view = init.is_object().then(|| init_view(init));
-        let plain: JsValue = match &view {
-            Some((proxy, _trap)) => proxy.clone(),
-            None => js_sys::Object::new().into(),
-        };
-        let plain: RequestInit = plain.unchecked_into();
-        let refused = |_| OptionsError::new("init", "was rejected by the Request constructor");
-        // The URL is checked (credentials refused by name) before the
-        // Request constructor, which would reject it with a vaguer error.
-        let (request, url) = if instance_of::<Request>(input) {
-            let req: &Request = input.unchecked_ref();
-            let parts = endpoint(&self.resolve_url(&req.url().into())?)?;
-            let request = Request::new_with_request_and_init(req, &plain).map_err(refused)?;
-            // A Request's own signal is the caller's unless init gives one.
-            common.signal = common.signal.or_else(|| Some(req.signal()));
-            (request, parts)
+        let is_request = instance_of::<Request>(input);
+        let defaults = if is_request {
+            Fields::default()
         } else {
-            let parts = endpoint(&self.resolve_url(input)?)?;
-            let request = Request::new_with_str_and_init(&parts.0, &plain).map_err(refused)?;
-            (request, parts)
+            self.defaults.clone()
         };
+        let view =
+            (init.is_object() || !defaults.is_empty()).then(|| InitView::new(init, defaults));
+        let source = match &self.base_url {
+            Some(base) if !is_request => {
+                parse_url(input, base).map_err(Refused::Host)?.href().into()
+            }
+            _ => input.clone(),
+        };
+        let plain = view
+            .as_ref()
+            .map_or(JsValue::UNDEFINED, |v| v.proxy.clone());
+        let request = new_request(&source, &plain).map_err(Refused::Host)?;
+        // The caller's signal: init's (null: none), else the input Request's.
+        let signal = match view.as_ref().and_then(InitView::signal) {
+            Some(given) => given,
+            None if is_request => Some(input.unchecked_ref::<Request>().signal()),
+            None => None,
+        };
+        let url = parse_url(&request.url().into(), &JsValue::UNDEFINED)
+            .map_err(|_| OptionsError::new("url", "is not a valid URL"))?;
+        let url = endpoint(&url)?;
         let headers = request.headers();
         common.own = header_names(&headers);
         for (k, v) in &self.headers {
@@ -203,16 +247,17 @@ impl Builder {
         // fetch() upper-cases only the six standard methods; the breaker key
         // and retry.methods see 'patch' as 'PATCH' too.
         let method = request.method().to_ascii_uppercase();
-        self.call(
+        let call = self.call(
             engine,
             url,
             method,
             Target::request(request),
             Mode::Fetch {
-                body_signal: common.signal.clone(),
+                body_signal: signal.clone(),
             },
             common,
-        )
+        )?;
+        Ok((call, signal))
     }
 
     /// Resolves `input` (string or URL) against baseUrl or the page
@@ -231,7 +276,6 @@ impl Builder {
     fn common(&self, r: &Reader) -> Result<Common> {
         let raw = read_call(r)?;
         let cfg = CallConfig::resolve(&self.cfg, &raw)?;
-        let signal = read_signal(r)?;
         let idem = call_options::idempotency_key(read_idempotency_key(r)?)?.map(|k| match k {
             IdemKey::Random => uuid_v4(),
             IdemKey::Given(s) => s,
@@ -239,7 +283,6 @@ impl Builder {
         let breaker_key = r.string("breakerKey")?;
         Ok(Common {
             cfg,
-            signal,
             idem,
             breaker_key,
             own: String::new(),
@@ -256,7 +299,7 @@ impl Builder {
         target: Target,
         mode: Mode,
         common: Common,
-    ) -> Result<Built> {
+    ) -> Result<Call> {
         let headers = target.headers();
         if let Some(k) = &common.idem {
             // A no-cors Request drops the header without a word: a POST
@@ -295,34 +338,43 @@ impl Builder {
         };
         let request_id = cat(&[&self.tag, "-", &decimal(engine.next_id())]);
         let layer = self.layer.clone();
-        let call = Call::new(request_id, href, spec, target, mode, layer, common.own);
-        Ok((call, common.signal))
+        Ok(Call::new(
+            request_id, href, spec, target, mode, layer, common.own,
+        ))
     }
 }
 
-/// What every attempt of a `request()` sends. fetch() converts an init's
-/// headers through the iterator protocol, so a call with none builds and
-/// passes none (and GET, the default method, as such).
+/// What every attempt of a `request()` sends, FetchInit fields included.
+/// fetch() converts an init's headers through the iterator protocol, so a
+/// call with none builds and passes none (and GET, the default method, as
+/// such).
 fn target(
     href: &str,
     method: &str,
     headers: Option<Headers>,
     body: Option<JsValue>,
+    fields: &Fields,
 ) -> Result<Target> {
     let init = RequestInit::new();
     if method != "GET" {
         init.set_method(method);
     }
+    fields.apply(&init);
     if let Some(h) = &headers {
         init.set_headers(h);
     }
     match (body, headers) {
         // Nothing to validate that the checks before have not: fetch(url, init).
-        (None, headers) => Ok(Target::Url {
+        (None, headers) if fields.is_empty() => Ok(Target::Url {
             url: JsValue::from_str(href),
             init,
             headers,
         }),
+        // A Request, whose headers follow its mode (no-cors refuses an
+        // Idempotency-Key, which a bare init would drop without a word).
+        (None, _) => Request::new_with_str_and_init(href, &init)
+            .map(Target::request)
+            .map_err(|_| OptionsError::new("headers", "cannot be sent with this request")),
         (Some(body), headers) => {
             // Always built for a body (encode_body may set its type).
             let headers = match headers {
@@ -340,27 +392,6 @@ fn target(
             Ok(Target::request(request))
         }
     }
-}
-
-/// The trap that reads `init` for the Request constructor.
-type InitTrap = Closure<dyn Fn(JsValue, JsValue) -> std::result::Result<JsValue, JsValue>>;
-
-/// A Proxy over `init` whose every read is `Reflect.get(init, key)`, but
-/// `signal` reads as undefined (see `prepare_fetch`).
-fn init_view(init: &JsValue) -> (JsValue, InitTrap) {
-    let signal_key = JsValue::from_str("signal");
-    let source = init.clone();
-    let trap = InitTrap::new(move |_target: JsValue, key: JsValue| {
-        if key == signal_key {
-            Ok(JsValue::UNDEFINED)
-        } else {
-            js_sys::Reflect::get(&source, &key)
-        }
-    });
-    let handler = Obj::new();
-    handler.set("get", trap.as_ref().clone());
-    let proxy = js_sys::Proxy::new(&js_sys::Object::new(), &handler.0);
-    (proxy.into(), trap)
 }
 
 /// The URL's href and its endpoint (origin and path: what the default
@@ -440,7 +471,7 @@ fn base_url(given: &str, parent: &JsValue) -> Result<JsValue> {
 }
 
 /// The client's `headers` when not a function (a function runs before
-/// every attempt: `Layer`).
+/// every attempt, in the wrapper's `Io`).
 fn static_headers(r: &Reader) -> Result<Vec<(String, String)>> {
     if r.value("headers")?.is_some_and(|v| v.is_function()) {
         return Ok(Vec::new());
@@ -455,13 +486,8 @@ fn header_names(headers: &Headers) -> String {
     let mut names = String::new();
     if let Ok(Some(entries)) = js_sys::try_iter(headers) {
         for pair in entries.flatten() {
-            names.push_str(
-                &pair
-                    .unchecked_into::<Array>()
-                    .get(0)
-                    .as_string()
-                    .unwrap_or_default(),
-            );
+            let name = pair.unchecked_into::<Array>().get(0).as_string();
+            names.push_str(&name.unwrap_or_default());
             names.push('\n');
         }
     }

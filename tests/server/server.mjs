@@ -28,7 +28,7 @@ const CAPACITY_DEFAULTS = Object.freeze({
 
 const ENDPOINTS = new Set([
   '/echo', '/delay', '/tail', '/hang', '/fail-first', '/slow-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
-  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity', '/ratelimit', '/auth',
+  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity', '/ratelimit', '/auth', '/cookie',
 ]);
 
 // The rate-limit field spellings /ratelimit can answer with.
@@ -468,6 +468,19 @@ export async function startServer({
           bodyTruncated: ctx.body.truncated,
           idempotencyKey: req.headers['idempotency-key'] ?? null,
         });
+      }
+
+      case '/cookie': {
+        // The test's own cookie, for credentials tests: `set=NAME=VALUE` sets it
+        // (SameSite=Lax: sent to another port of this host, a same-site but
+        // cross-origin request, only with credentials 'include'), `clear=NAME`
+        // expires it; the answer shows the Cookie the request carried.
+        const set = typeof query.set === 'string' && /^[\w-]+=[\w-]*$/.test(query.set) ? query.set : null;
+        const clear = typeof query.clear === 'string' && /^[\w-]+$/.test(query.clear) ? query.clear : null;
+        const cookies = [];
+        if (set) cookies.push(`${set}; Path=/; SameSite=Lax`);
+        if (clear) cookies.push(`${clear}=; Path=/; SameSite=Lax; Max-Age=0`);
+        return sendJson(ctx, 200, { cookie: req.headers.cookie ?? null }, cookies.length ? { 'Set-Cookie': cookies } : {});
       }
 
       case '/delay': {

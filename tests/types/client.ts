@@ -89,6 +89,20 @@ export async function options(): Promise<void> {
   // @ts-expect-error breaker: true is not an option
   await createClient({ breaker: true });
 
+  // FetchInit (issue 24): client defaults and the transport.
+  await createClient({
+    credentials: 'include', mode: 'cors', cache: 'no-store', redirect: 'follow', referrer: '',
+    referrerPolicy: 'no-referrer', integrity: '', keepalive: false, priority: 'high',
+  });
+  await createClient({ fetch: globalThis.fetch });
+  await createClient({ fetch: (request: Request) => fetch(request) });
+  // @ts-expect-error an unknown credentials mode
+  await createClient({ credentials: 'always' });
+  // @ts-expect-error the transport is a function
+  await createClient({ fetch: 'fetch' });
+  // @ts-expect-error keepalive is a boolean
+  await createClient({ keepalive: 'yes' });
+
   const retry: RetryOptions = { maxAttempts: 1 };
   void retry;
 }
@@ -108,6 +122,16 @@ export async function calls(client: Client): Promise<void> {
     retry: false, breakerKey: 'orders', signal: new AbortController().signal,
   });
   await client.request('/x', { idempotencyKey: 'order-1', retry: { maxAttempts: 5 } });
+  // Every FetchInit field, sent as fetch sends it (issue 24).
+  await client.request('https://api.example.org/me', {
+    credentials: 'include', mode: 'cors', cache: 'reload', redirect: 'error', referrer: 'about:client',
+    referrerPolicy: 'origin', integrity: 'sha256-x', keepalive: true, priority: 'low',
+  });
+  await client.schema('/layout.json', { credentials: 'omit', referrerPolicy: 'no-referrer' });
+  // @ts-expect-error an unknown priority
+  await client.request('/x', { priority: 'urgent' });
+  // @ts-expect-error an unknown redirect mode
+  await client.schema('/x', { redirect: 'ignore' });
   // @ts-expect-error idempotencyKey is a string or true
   await client.request('/x', { idempotencyKey: false });
   // @ts-expect-error an unknown responseType
