@@ -452,7 +452,8 @@ export interface Client {
   /**
    * A derived client, synchronously: `options` merged over this client's
    * (`headers` merged, `hooks` after this client's, `baseUrl` resolved
-   * against this client's, `retry` field by field), sharing this client's
+   * against this client's, `retry` field by field, FetchInit fields over
+   * this client's; a `fetch` given here is its transport), sharing this client's
    * breakers, retry budget, concurrency slots, rate-limit holds, cross-tab
    * link, last-good cache, stats and events: protection is per backend, not
    * per module. `budget`, `breaker`, `concurrency`, `storage`, `crossTab` and

@@ -394,3 +394,31 @@ test('extend: options merged over the parent\'s, one engine (breakers, slots), h
   // (Chromium logs every non-2xx answer as a console error.)
   assert.deepEqual(errors.filter((e) => !e.includes('Failed to load resource')), []);
 });
+
+test("extend: a derived client's fetch option is its transport (its own derived clients' too), its FetchInit fields over its parent's", async () => {
+  const r = await page.evaluate(async () => {
+    const seen = [];
+    const root = await window.stormguard.createClient({ cache: 'no-store', retry: false });
+    const child = root.extend({
+      fetch: (request) => {
+        seen.push([new URL(request.url).searchParams.get('who'), request.headers.get('x-h'), request.cache, request.credentials]);
+        return fetch(request);
+      },
+      headers: () => ({ 'x-h': 'from-fn' }),
+      credentials: 'omit',
+    });
+    const grandchild = child.extend({});
+    await root.request(`${window.fault}/echo?who=root`);
+    await child.request(`${window.fault}/echo?who=child`);
+    await grandchild.request(`${window.fault}/echo?who=grandchild`);
+    let bad;
+    try {
+      root.extend({ fetch: 'nope' });
+    } catch (e) {
+      bad = [e.name, e.option];
+    }
+    return { seen, bad };
+  });
+  assert.deepEqual(r.seen, [['child', 'from-fn', 'no-store', 'omit'], ['grandchild', 'from-fn', 'no-store', 'omit']]);
+  assert.deepEqual(r.bad, ['OptionsError', 'fetch']);
+});
