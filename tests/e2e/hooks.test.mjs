@@ -422,3 +422,37 @@ test("extend: a derived client's fetch option is its transport (its own derived 
   assert.deepEqual(r.seen, [['child', 'from-fn', 'no-store', 'omit'], ['grandchild', 'from-fn', 'no-store', 'omit']]);
   assert.deepEqual(r.bad, ['OptionsError', 'fetch']);
 });
+
+test('invalid hooks and auth options: createClient rejects and extend throws, naming the option', async () => {
+  const r = await page.evaluate(async () => {
+    const bad = [
+      { hooks: { beforeRequest: 'x' } },
+      { hooks: { afterResponse: [() => {}, 42] } },
+      { hooks: 'all' },
+      { auth: {} },
+      { auth: { token: () => 't', refresh: 'soon' } },
+      { auth: { token: () => 't', scheme: 'Bearer token' } },
+      { auth: 'secret' },
+    ];
+    const created = [];
+    for (const options of bad) {
+      created.push(await window.stormguard.createClient(options).then(() => 'created', (e) => `${e.name}:${e.option}`));
+    }
+    const root = await window.stormguard.createClient();
+    const extended = bad.map((options) => {
+      try {
+        root.extend(options);
+        return 'extended';
+      } catch (e) {
+        return `${e.name}:${e.option}`;
+      }
+    });
+    return { created, extended };
+  });
+  const expected = [
+    'OptionsError:hooks.beforeRequest', 'OptionsError:hooks.afterResponse', 'OptionsError:hooks',
+    'OptionsError:auth.token', 'OptionsError:auth.refresh', 'OptionsError:auth.scheme', 'OptionsError:auth',
+  ];
+  assert.deepEqual(r.created, expected);
+  assert.deepEqual(r.extended, expected);
+});
