@@ -299,7 +299,8 @@ struct Sending<'a> {
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
 /// announces goes into `quota` as soon as its headers are in. A client
 /// with hooks, header functions or auth sends a Request of the attempt's
-/// own (`outgoing.rs`) and may replace the Response (`afterResponse`).
+/// own (made by the wrapper's `Io`, `hooks.rs`) and may replace the Response
+/// (`afterResponse`).
 async fn run(
     call: &Call,
     transport: &Transport,
