@@ -118,7 +118,7 @@ const JSON_TYPE = /^\s*(application\/json|[^;]*\/[^;]*\+json)\s*(;|$)/i;
  * names JSON, the body read is parsed into `data` if it parses (the host's
  * JSON.parse, here rather than in the wasm, where it measured larger).
  */
-function toError(d) {
+function classed(d) {
   if (d instanceof StormguardError) return d;
   const C = d && typeof d === 'object' && Object.hasOwn(CLASSES, d.name) ? CLASSES[d.name] : null;
   if (!C) return d;
@@ -135,26 +135,309 @@ function toError(d) {
   }
   return e;
 }
+
+/** What the host's fetch says when it fails without a word of its own. */
+function failedToFetch() {
+  const ua = globalThis.navigator?.userAgent ?? '';
+  if (/Firefox\//.test(ua)) return 'NetworkError when attempting to fetch resource.';
+  if (/Safari\//.test(ua) && !/Chrom/.test(ua)) return 'Load failed';
+  return /Mozilla/.test(ua) ? 'Failed to fetch' : 'fetch failed';
+}
+
+/**
+ * A stormguard error as the host's fetch() would reject for its cause
+ * (API.md, fetch()): a network failure, an open circuit or a full queue a
+ * TypeError with the host's message; a timeout or deadline a DOMException
+ * TimeoutError; close() a DOMException AbortError. `cause` is the
+ * StormguardError, with its code, attempts, retryInMs... An OptionsError
+ * (stormguard's own options) stays as it is.
+ */
+function native(e) {
+  let n;
+  if (e.code === 'NETWORK' || e.code === 'CIRCUIT_OPEN' || e.code === 'QUEUE_FULL') {
+    const said = e.cause instanceof TypeError ? e.cause.message : '';
+    return new TypeError(said || failedToFetch(), { cause: e });
+  }
+  if (e.code === 'TIMEOUT') n = new DOMException(e.message, 'TimeoutError');
+  else if (e.code === 'ABORTED') n = new DOMException(e.message, 'AbortError');
+  else return e;
+  Object.defineProperty(n, 'cause', { value: e, writable: true, configurable: true });
+  return n;
+}
+
+/** `d` as its class, or (`asFetch`) as what fetch() rejects with. */
+function toError(d, asFetch) {
+  const e = classed(d);
+  return asFetch && e instanceof StormguardError ? native(e) : e;
+}
 const rethrow = (d) => { throw toError(d); };
 const closedError = () => new AbortError('call aborted', { reason: 'client closed' });
 
+// ---- A client's hooks, auth and header functions ------------------------
+// (API.md, "Everyday use"). Read and checked here, and called by the engine
+// at fixed points of each attempt (src/web/hooks.rs): what they may change
+// is the engine's policy core's to decide (a beforeRetry false, a 401's
+// replay). Functions are called in JS, where they and what they return
+// live; the engine waits for each within the attempt's time, the deadline
+// and until the call is aborted.
+
+const HOOKS = ['beforeRequest', 'afterResponse', 'beforeRetry', 'beforeError'];
+const invalid = (option, reason) => new OptionsError(`invalid option ${option}: ${reason}`, { option });
+/** What a call ends with when one of its functions fails: OptionsError naming the option, `cause` what it threw. */
+const failed = (option, reason, cause) => new OptionsError(`${option}: ${reason}`, { option, cause });
+
+/** `obj[key]`; OptionsError naming it when reading throws. */
+function field(obj, key, name = key) {
+  try {
+    return obj?.[key];
+  } catch {
+    throw invalid(name, 'could not be read');
+  }
+}
+
+/** `await f(...args)`; what it throws or rejects with becomes `fail(thrown)`. */
+async function call(f, args, fail) {
+  try {
+    return await f(...args);
+  } catch (e) {
+    throw fail(e);
+  }
+}
+
+function readAuth(auth) {
+  if (auth === undefined) return undefined;
+  if (auth === null || typeof auth !== 'object') throw invalid('auth', 'must be an object');
+  const token = field(auth, 'token', 'auth.token');
+  const refresh = field(auth, 'refresh', 'auth.refresh');
+  const scheme = field(auth, 'scheme', 'auth.scheme') ?? 'Bearer';
+  if (typeof token !== 'function') throw invalid('auth.token', 'is required (a function)');
+  if (refresh !== undefined && typeof refresh !== 'function') throw invalid('auth.refresh', 'must be a function');
+  if (typeof scheme !== 'string' || /\s/.test(scheme)) throw invalid('auth.scheme', 'must be a string without spaces');
+  // done: refreshes finished well; running: the one in progress, which every 401 meanwhile waits for.
+  return { token, refresh, scheme, done: 0, running: null };
+}
+
+/**
+ * A client's functions: its own after its parent's (`extend`), its `auth`
+ * or its parent's (sharing the parent's refreshes). `flags` tell the engine
+ * what to ask: 1 each attempt (a Request of its own), 2 beforeRetry, 4 a
+ * refresh on 401, 8 attempts may carry credentials the call does not show.
+ */
+class Io {
+  constructor(options, parent) {
+    const headers = field(options, 'headers');
+    const hooks = field(options, 'hooks');
+    if (hooks !== undefined && (hooks === null || typeof hooks !== 'object')) throw invalid('hooks', 'must be an object');
+    this.headers = [...(parent?.headers ?? []), ...(typeof headers === 'function' ? [headers] : [])];
+    this.hooks = {};
+    for (const name of HOOKS) {
+      const v = hooks === undefined ? undefined : field(hooks, name, `hooks.${name}`);
+      const list = v === undefined ? [] : Array.isArray(v) ? [...v] : [v];
+      if (!list.every((f) => typeof f === 'function')) {
+        throw invalid(`hooks.${name}`, 'must be a function or an array of functions');
+      }
+      this.hooks[name] = [...(parent?.hooks[name] ?? []), ...list];
+    }
+    this.auth = readAuth(field(options, 'auth')) ?? parent?.auth;
+    this.deadlineMs = field(options, 'deadlineMs') ?? parent?.deadlineMs ?? 20000;
+    const h = this.hooks;
+    const adds = this.headers.length > 0 || this.auth !== undefined || h.beforeRequest.length > 0;
+    this.flags = (adds || h.afterResponse.length ? 1 : 0) | (h.beforeRetry.length ? 2 : 0) |
+      (this.auth?.refresh ? 4 : 0) | (adds ? 8 : 0);
+  }
+
+  /**
+   * The Request one attempt sends: a copy of `input` (a Request, or a URL
+   * with `init`), the header functions' headers and the token set on it
+   * (never over a header of the call's own, `own`: lower-case names joined
+   * by newlines), then the beforeRequest hooks. `[request, seen]`: `seen`
+   * the refreshes finished when the token it carries was read.
+   */
+  async prepare(input, init, own, requestId, attempt, method, url) {
+    const mine = own.split('\n');
+    let request = input instanceof Request ? input.clone() : new Request(input, { ...init, signal: null });
+    const set = (name, value) => {
+      if (!mine.includes(name.toLowerCase())) request.headers.set(name, value);
+    };
+    for (const f of this.headers) {
+      const given = await call(f, [], (e) => failed('headers', 'the headers function threw or rejected', e));
+      try {
+        if (given === null || typeof given !== 'object') {
+          if (given !== undefined && given !== null) throw new TypeError(`headers function gave ${typeof given}`);
+        } else {
+          const pairs = typeof given[Symbol.iterator] === 'function' ? given : Object.entries(given);
+          for (const [name, value] of pairs) if (value !== undefined) set(name, value);
+        }
+      } catch (e) {
+        throw failed('headers', 'the headers function must give headers (an object, Headers or pairs)', e);
+      }
+    }
+    let seen;
+    const auth = this.auth;
+    if (auth) {
+      const done = auth.done;
+      const token = await call(auth.token, [], (e) => failed('auth', 'auth.token() threw or rejected', e));
+      if (token !== undefined && token !== null && typeof token !== 'string') {
+        throw failed('auth', 'auth.token() must give a string, null or undefined');
+      }
+      if (typeof token === 'string' && !mine.includes('authorization')) {
+        try {
+          set('authorization', auth.scheme ? `${auth.scheme} ${token}` : token);
+        } catch (e) {
+          throw failed('auth', 'auth.token() gave a value no header can hold', e);
+        }
+        seen = done;
+      }
+    }
+    const info = { requestId, attempt, method, url };
+    for (const f of this.hooks.beforeRequest) {
+      const next = await call(f, [request, info], (e) => failed('hooks', 'beforeRequest threw', e));
+      if (next === undefined || next === null) continue;
+      if (!(next instanceof Request)) throw failed('hooks', 'beforeRequest must return a Request or nothing');
+      if (new URL(next.url).origin !== new URL(request.url).origin || next.method !== request.method) {
+        throw failed('hooks', "beforeRequest must keep the request's origin and method");
+      }
+      request = next;
+    }
+    return [request, seen];
+  }
+
+  /** The afterResponse hooks: each may return a Response to use instead. */
+  async after(request, response, requestId, attempt, method, url) {
+    const info = { requestId, attempt, method, url };
+    for (const f of this.hooks.afterResponse) {
+      const next = await call(f, [request, response, info], (e) => failed('hooks', 'afterResponse threw', e));
+      if (next === undefined || next === null) continue;
+      if (!(next instanceof Response)) throw failed('hooks', 'afterResponse must return a Response or nothing');
+      response = next;
+    }
+    return response;
+  }
+
+  /** The beforeRetry hooks, for a retry the policy allows after `error` (a descriptor): false stops it. */
+  async retry(error, delayMs, requestId, attempt, method, url) {
+    const info = { requestId, attempt, method, url, error: toError(error), delayMs };
+    for (const f of this.hooks.beforeRetry) {
+      if ((await call(f, [info], (e) => failed('hooks', 'beforeRetry threw', e))) === false) return false;
+    }
+    return true;
+  }
+
+  /**
+   * After a 401 to an attempt whose token was read when `seen` refreshes had
+   * finished: at once if one has finished since, else when the refresh in
+   * progress (or one started now) has. Rejects with what the refresh threw.
+   */
+  refreshed(seen) {
+    const auth = this.auth;
+    if (auth.done > seen) return Promise.resolve();
+    if (!auth.running) {
+      const p = (async () => auth.refresh())();
+      auth.running = p;
+      p.then(
+        () => {
+          auth.done++;
+          auth.running = null;
+        },
+        () => {
+          auth.running = null;
+        },
+      );
+    }
+    return auth.running;
+  }
+
+  /**
+   * The beforeError hooks on the error a call rejects with, each may return
+   * another StormguardError; awaited until `until` (performance.now()
+   * time), past which the call rejects with its own error.
+   */
+  async error(e, until) {
+    const own = e;
+    const work = (async () => {
+      for (const f of this.hooks.beforeError) {
+        let next;
+        try {
+          next = await f(e);
+        } catch (x) {
+          return failed('hooks', 'beforeError threw', x);
+        }
+        if (!isStormguardError(next)) return failed('hooks', 'beforeError must return a StormguardError');
+        e = next;
+      }
+      return e;
+    })();
+    let timer;
+    const late = new Promise((resolve) => {
+      timer = setTimeout(() => resolve(own), Math.max(0, until - performance.now()));
+    });
+    try {
+      return await Promise.race([work, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** The functions of a client made with `options` (derived from `parent`'s), or null when it has none. */
+function makeIo(options, parent) {
+  const io = new Io(options, parent);
+  return io.flags || io.hooks.beforeError.length ? io : null;
+}
+
 class Client {
   #c;
+  #io; // the client's hooks, auth and header functions (Io), or null
   #final = null; // stats at close(), once the wasm client is freed
   // Calls into the wasm client in progress: close() from inside one (an
   // option getter, a listener) frees the wasm object only once they have
   // returned, as freeing it while borrowed would throw wasm-bindgen's own error.
   #depth = 0;
 
-  constructor(inner) {
+  constructor(inner, io = null, final = null) {
     this.#c = inner;
+    this.#io = io;
+    this.#final = final;
+    // Methods work unbound: `globalThis.fetch = client.fetch` installs it.
+    for (const m of ['request', 'fetch', 'schema', 'stats', 'breakers', 'on', 'close', 'extend']) this[m] = this[m].bind(this);
+  }
+
+  /**
+   * A derived client (API.md, `extend`): `options` over this client's, the
+   * same breakers, budget, slots, holds and cache. Throws OptionsError. A
+   * client derived from a closed one is closed.
+   */
+  extend(options) {
+    if (this.#final) return new Client(null, null, this.#final);
+    this.#depth++;
+    try {
+      const io = options !== null && typeof options === 'object' ? makeIo(options, this.#io) : this.#io;
+      return new Client(this.#c.extend(options, io), io);
+    } catch (d) {
+      throw toError(d);
+    } finally {
+      if (--this.#depth === 0 && this.#final) this.#c.free();
+    }
   }
 
   request(url, options) {
-    return this.#call('request', url, options);
+    const p = this.#call('request', url, options);
+    const io = this.#io;
+    if (!io?.hooks.beforeError.length) return p;
+    let deadlineMs;
+    try {
+      deadlineMs = options?.deadlineMs;
+    } catch {
+      // the engine has rejected it already
+    }
+    const until = performance.now() + (typeof deadlineMs === 'number' ? deadlineMs : io.deadlineMs);
+    return p.catch(async (e) => {
+      throw await io.error(e, until);
+    });
   }
 
   fetch(input, init) {
+    if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
     return this.#call('fetch', input, init);
   }
 
@@ -168,7 +451,7 @@ class Client {
   }
 
   #call(method, a, b) {
-    if (this.#final) return Promise.reject(closedError());
+    if (this.#final) return Promise.reject(toError(closedError(), method === 'fetch'));
     this.#depth++;
     try {
       // request() and fetch() reject with classes already (setErrorFactory);
@@ -177,7 +460,7 @@ class Client {
     } catch (d) {
       // The engine reports through the promise; this only turns a host
       // exception it could not catch into a rejection, never a throw.
-      return Promise.reject(toError(d));
+      return Promise.reject(toError(d, method === 'fetch'));
     } finally {
       if (--this.#depth === 0 && this.#final) this.#c.free();
     }
@@ -571,7 +854,15 @@ export function makeCreateClient(load) {
     } catch (d) {
       throw toError(d);
     }
+    let io;
+    try {
+      io = makeIo(options);
+    } catch (e) {
+      inner.free();
+      throw e;
+    }
     inner.setErrorFactory(toError);
-    return new Client(inner);
+    if (io) inner.setIo(io);
+    return new Client(inner, io);
   };
 }

@@ -167,11 +167,42 @@ export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { pr
   ? M & object
   : never;
 
-export interface ClientOptions {
+/**
+ * The fields of RequestInit that are not body, method, headers or signal:
+ * accepted by createClient (the default of every call), request(), schema()
+ * and fetch(), and sent on every attempt exactly as fetch sends them (from
+ * the call, else the client's default, else fetch's own default). Validity
+ * is the Request constructor's: a value it refuses rejects request() and
+ * schema() with an OptionsError naming the field (createClient too, for a
+ * default), and fetch() with the constructor's TypeError.
+ */
+export interface FetchInit {
+  credentials?: RequestCredentials;
+  mode?: RequestMode;
+  cache?: RequestCache;
+  redirect?: RequestRedirect;
+  referrer?: string;
+  referrerPolicy?: ReferrerPolicy;
+  integrity?: string;
+  keepalive?: boolean;
+  priority?: 'high' | 'low' | 'auto';
+}
+
+export interface ClientOptions extends FetchInit {
   /** Relative URLs resolve against it (else location.href). */
   baseUrl?: string;
-  /** Sent with every call. */
-  headers?: HeadersLike;
+  /**
+   * Sent with every call. A function (sync or async) is called before every
+   * attempt, so a retry carries what it gives then; it does not split
+   * dedupe identity (only a call's own headers do), a call's own headers win
+   * over it, and if it throws or rejects the call ends with an OptionsError
+   * (`option: 'headers'`, `cause` what it threw) and nothing is sent.
+   */
+  headers?: HeadersLike | (() => HeadersLike | Promise<HeadersLike>);
+  /** A token read before every attempt, and its refresh on a 401. */
+  auth?: AuthOptions;
+  /** Functions run at fixed points of every call (ky's names and order). */
+  hooks?: Hooks;
   /** Per attempt; default 6000. */
   timeoutMs?: number;
   /** If set and timeoutMs is not: timeoutMs = ceil(1.2 * gatewayTimeoutMs). */
@@ -226,6 +257,90 @@ export interface ClientOptions {
    * `deadlineMs`, and a later createClient loads again.
    */
   wasm?: WasmSource;
+  /**
+   * The transport: called for every attempt with one Request (as ky calls
+   * its fetch). Default: the global fetch as it is at that attempt (so a
+   * test's mock installed later is used). A client installed as the global
+   * fetch never sends through itself: its attempts go to the global fetch
+   * as it was when the client was created.
+   */
+  fetch?: (input: Request) => Promise<Response>;
+}
+
+/**
+ * `auth`: `Authorization: <scheme> <token>` on every attempt, the token read
+ * just before it (inside the call's deadline and the attempt's time). A
+ * call's own `Authorization` header wins. If `token` throws, rejects or
+ * gives something other than a string, null or undefined, the call ends with
+ * an OptionsError (`option: 'auth'`, `cause` what it threw) and nothing is
+ * sent (no breaker sample).
+ *
+ * On a 401 to an attempt that carried the token, `refresh()` runs and the
+ * call is sent once more with the token read again. Concurrent 401s of the
+ * client and of the clients derived from it (`extend`, unless they give an
+ * `auth` of their own) share one refresh, and a 401 to an attempt whose token
+ * was read before the last refresh finished is sent again at once, without
+ * another refresh. The replay is no retry (no budget, no `maxAttempts`), no
+ * breaker sample, keeps the call's idempotency key and is made for every
+ * method (a 401 means the server did not act). A second 401, or a refresh
+ * that throws, ends the call with the HttpError 401 (`cause` the refresh's
+ * error, if any); `fetch()` resolves with the 401 Response.
+ */
+export interface AuthOptions {
+  /** Read before every attempt; nothing is sent for null or undefined. */
+  token: () => string | null | undefined | Promise<string | null | undefined>;
+  /** Default 'Bearer'; '' sends the token alone. */
+  scheme?: string;
+  /** Called once on a 401 (shared by the calls that meet one meanwhile). */
+  refresh?: () => unknown;
+}
+
+/** What a hook is told of the attempt it runs for. */
+export interface AttemptInfo {
+  requestId: string;
+  /** 1 for the first attempt (hedges and a 401's replay count too). */
+  attempt: number;
+  method: string;
+  url: string;
+}
+
+/** One hook, or several run in order. */
+export type OneOrMore<F> = F | F[];
+
+/**
+ * `hooks`, with ky's names and order. A derived client's (`extend`) run
+ * after its parent's. Hooks never bypass a protection: `beforeRequest` and
+ * `afterResponse` run inside the attempt (its timeout, the deadline and its
+ * concurrency slot), an abort ends the wait for any of them, and a hook that
+ * throws or rejects ends the call with an OptionsError (`option: 'hooks'`,
+ * `cause` what it threw), which is no breaker sample and is not retried.
+ */
+export interface Hooks {
+  /**
+   * Before every attempt: change `request.headers` in place, or return a
+   * Request to send instead (it must keep the URL's origin and the method,
+   * else OptionsError).
+   */
+  beforeRequest?: OneOrMore<(request: Request, info: AttemptInfo) => Request | void | Promise<Request | void>>;
+  /** When an attempt's response headers arrive: return a Response to use instead (classification uses it). */
+  afterResponse?: OneOrMore<
+    (request: Request, response: Response, info: AttemptInfo) => Response | void | Promise<Response | void>
+  >;
+  /**
+   * Before the backoff of each retry the policy allows: `false` stops
+   * retrying (the call fails with its last error, `retryDenied: 'hook'`). It
+   * can never add a retry.
+   */
+  beforeRetry?: OneOrMore<
+    (info: AttemptInfo & { error: AnyStormguardError; delayMs: number }) => boolean | void | Promise<boolean | void>
+  >;
+  /**
+   * The error a `request()` rejects with: return it or another
+   * StormguardError (anything else: OptionsError). Awaited within the call's
+   * deadline; past it, the call rejects with its own error. (`fetch()`
+   * rejects as the host's fetch does; `schema()` resolves.)
+   */
+  beforeError?: OneOrMore<(error: AnyStormguardError) => StormguardError | Promise<StormguardError>>;
 }
 
 /**
@@ -265,7 +380,7 @@ export interface CallOptions {
 
 export type ResponseType = 'json' | 'text' | 'bytes' | 'response';
 
-export interface RequestOptions extends CallOptions {
+export interface RequestOptions extends CallOptions, FetchInit {
   /** Default 'GET'. */
   method?: string;
   /** Merged over the client's. */
@@ -422,15 +537,32 @@ export interface Client {
   breakers(): BreakerSnapshot[];
   /** Returns the unsubscribe function. */
   on(event: EventName, listener: (e: StormguardEvent) => void): () => void;
-  /** Aborts in-flight calls, rejects queued ones, frees wasm memory; later calls reject. */
+  /**
+   * Aborts in-flight calls, rejects queued ones, frees wasm memory; later
+   * calls reject. A derived client's ends its own calls and those of the
+   * clients derived from it; the root's ends every client derived from it.
+   */
   close(): void;
+  /**
+   * A derived client, synchronously: `options` merged over this client's
+   * (`headers` merged, `hooks` after this client's, `baseUrl` resolved
+   * against this client's, `retry` field by field, FetchInit fields over
+   * this client's; a `fetch` given here is its transport), sharing this client's
+   * breakers, retry budget, concurrency slots, rate-limit holds, cross-tab
+   * link, last-good cache, stats and events: protection is per backend, not
+   * per module. `budget`, `breaker`, `concurrency`, `storage`, `crossTab` and
+   * `wasm` cannot be changed here (OptionsError).
+   */
+  extend(options?: ClientOptions): Client;
 }
 
 export function createClient(options?: ClientOptions): Promise<Client>;
 
-export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts';
+export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts' | 'hook';
 
 export declare class StormguardError extends Error {
+  /** `fields` are copied onto the error (`cause` as Error's own). */
+  constructor(message?: string, fields?: object);
   readonly code:
     | 'TIMEOUT' | 'ABORTED' | 'NETWORK' | 'HTTP' | 'CIRCUIT_OPEN' | 'QUEUE_FULL' | 'PARSE' | 'INVALID_OPTIONS';
   readonly requestId: string;
@@ -469,6 +601,8 @@ export declare class HttpError extends StormguardError {
    */
   readonly data?: unknown;
   readonly retryDenied?: RetryDenied;
+  /** A 401 whose token refresh threw: what it threw. */
+  readonly cause?: unknown;
 }
 export declare class CircuitOpenError extends StormguardError {
   readonly name: 'CircuitOpenError';
@@ -492,6 +626,8 @@ export declare class OptionsError extends StormguardError {
   readonly name: 'OptionsError';
   readonly code: 'INVALID_OPTIONS';
   readonly option: string;
+  /** For `option` 'hooks', 'headers' or 'auth': what the function threw or rejected with. */
+  readonly cause?: unknown;
 }
 
 export type AnyStormguardError =

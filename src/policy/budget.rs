@@ -75,6 +75,13 @@ impl RetryBudget {
         allowed
     }
 
+    /// Hands back the retry granted at `at_ms` that was not made after all
+    /// (a `beforeRetry` hook stopped it), while its bucket is in the window.
+    pub fn give_back(&mut self, at_ms: f64) {
+        self.ring
+            .amend(at_ms, |c| c.retries = c.retries.saturating_sub(1));
+    }
+
     /// Calls in the 10 buckets ending with the current one.
     pub fn calls_in_window(&self, now_ms: f64) -> u64 {
         self.ring.by_age(now_ms).iter().map(|c| c.calls).sum()
@@ -125,6 +132,16 @@ mod tests {
         }
         assert_eq!(grant_all(&mut b, 600.0), 13);
         assert_eq!(b.calls_in_window(600.0), 100);
+    }
+
+    #[test]
+    fn a_retry_given_back_can_be_granted_again() {
+        let mut b = budget(0.1, 3);
+        assert_eq!(grant_all(&mut b, 0.0), 3);
+        b.give_back(0.0);
+        assert_eq!(b.retries_in_window(0.0), 2);
+        assert!(b.try_retry(10.0));
+        assert!(!b.try_retry(10.0));
     }
 
     #[test]

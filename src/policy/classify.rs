@@ -27,6 +27,8 @@ pub enum RetryDenied {
     Deadline,
     RetryAfter,
     Attempts,
+    /// A `beforeRetry` hook returned `false`.
+    Hook,
 }
 
 impl RetryDenied {
@@ -38,6 +40,7 @@ impl RetryDenied {
             RetryDenied::Deadline => "deadline",
             RetryDenied::RetryAfter => "retryAfter",
             RetryDenied::Attempts => "attempts",
+            RetryDenied::Hook => "hook",
         }
     }
 }

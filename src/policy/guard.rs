@@ -31,7 +31,10 @@
 //!    which end settles the round.
 //! 6. [`Guard::settle`]: the breaker sample, the rate-limit fields, a
 //!    Retry-After hold, then [`Verdict::Retry`] after a delay (back to 2) or
-//!    the end of the call.
+//!    the end of the call. Before it, a 401 to an attempt that carried an
+//!    auth token may be replayed once ([`Guard::replay`]: back to 2, no
+//!    retry, no sample); after a `Retry`, a `beforeRetry` hook may stop it
+//!    ([`Guard::veto_retry`]: the call fails, `retryDenied: 'hook'`).
 //!
 //! Time (`now`, `epoch`) and randomness (`rand01`) are arguments. Breaker
 //! transitions and holds other tabs must hear of queue up until the engine
@@ -86,6 +89,12 @@ pub struct CallState<'a> {
     /// A leg was refused with a wait (429/503 with Retry-After or a
     /// rate-limit reset): no more hedges.
     hedges_stopped: bool,
+    /// Attempts that were a 401's replay ([`Guard::replay`]): not counted
+    /// against `maxAttempts`.
+    replays: u32,
+    /// When the retry budget granted the retry last planned (given back
+    /// if a hook stops it, [`Guard::veto_retry`]).
+    granted_at: Option<f64>,
     /// The reason of the last `Wait` announced: one event per reason.
     told: Option<Why>,
     /// Whom the call speaks for: the holds it obeys and sets are those of
@@ -212,6 +221,14 @@ pub enum Ended<'a> {
     Network {
         offline: bool,
     },
+    /// A hook, a header function or the auth token failed (threw, gave
+    /// something unusable, or ran out the attempt's time): the call ends
+    /// with that, never retried, and it is no breaker sample (the server is
+    /// not at fault). `sent: false`: before the request went out, so no
+    /// attempt is counted either.
+    Hook {
+        sent: bool,
+    },
     /// A non-2xx answer. `retry_after`: the header, when present (it
     /// decides even malformed); `reset_ms`: the rate-limit reset, the wait
     /// of a 429/503 without one.
@@ -229,7 +246,10 @@ impl Ended<'_> {
     }
 }
 
-/// [`Guard::settle`]'s answer for the attempt that decides a round.
+/// [`Guard::settle`]'s answer for the attempt that decides a round. (Two
+/// more steps may follow it, both asked by the host: [`Guard::replay`]
+/// before it, for a 401 the auth token may fix; [`Guard::veto_retry`]
+/// after a `Retry`, when a `beforeRetry` hook says no.)
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Verdict {
     /// The call ends with this attempt as it is: success, parse error,
@@ -313,6 +333,8 @@ impl Guard {
             attempts: 0,
             hedges: 0,
             hedges_stopped: false,
+            replays: 0,
+            granted_at: None,
             told: None,
             who: Credentials::NONE,
         }
@@ -1764,5 +1786,143 @@ mod tests {
             g.admit(&mut c, 100.0, false, 0.5),
             Admission::Go(_)
         ));
+    }
+
+    const UNAUTHORIZED: Ended<'static> = Ended::Status {
+        status: 401,
+        retry_after: None,
+        reset_ms: None,
+    };
+
+    #[test]
+    fn a_401_is_replayed_once_for_any_method_and_is_neither_retry_nor_sample() {
+        let mut client = cfg();
+        client.budget = Some(crate::policy::options::BudgetConfig {
+            ratio: 0.0,
+            min_retries: 0,
+            window_ms: 10_000.0,
+        });
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        // POST without a key: never retried, but a 401 replay is made
+        let mut c = g.start(spec(&cc, "POST"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let _ = g.release_slot();
+        assert!(g.replay(&mut c, s.permit, None, 1.0));
+        assert_eq!(window(&mut g, 1.0), (0, 0), "the 401 is no sample");
+        let s = send(&mut g, &mut c, 2.0);
+        assert_eq!(s.attempt, 2);
+        let _ = g.release_slot();
+        // a second 401: no second replay; it settles as an answer
+        assert!(!g.replay(&mut c, s.permit, None, 3.0));
+        assert_eq!(
+            g.settle(&mut c, s.permit, &UNAUTHORIZED, None, 3.0, 0.0, 0.5),
+            Verdict::Fail {
+                denied: RetryDenied::Status
+            }
+        );
+        assert_eq!(window(&mut g, 3.0), (1, 0));
+        assert_eq!(
+            (g.stats.attempts, g.stats.retries, g.stats.budget_denied),
+            (2, 0, 0)
+        );
+
+        // the replay spends no maxAttempts: 401, replay, 503, retry (2 of 2)
+        let mut two = call_cfg(&cfg());
+        if let Some(r) = two.retry.as_mut() {
+            r.max_attempts = 2;
+        }
+        let mut g = Guard::new(&cfg());
+        let mut c = g.start(spec(&two, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let _ = g.release_slot();
+        assert!(g.replay(&mut c, s.permit, None, 0.0));
+        let s = send(&mut g, &mut c, 0.0);
+        assert_eq!(
+            settle(&mut g, &mut c, &s, UNAVAILABLE, 0.0),
+            Verdict::Retry { delay_ms: 1000.0 }
+        );
+        let s = send(&mut g, &mut c, 1000.0);
+        assert_eq!(
+            settle(&mut g, &mut c, &s, UNAVAILABLE, 1000.0),
+            Verdict::Fail {
+                denied: RetryDenied::Attempts
+            }
+        );
+        assert_eq!((c.attempts(), g.stats.retries), (3, 1));
+
+        // none once the deadline has passed
+        let mut g = Guard::new(&cfg());
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let _ = g.release_slot();
+        assert!(!g.replay(&mut c, s.permit, None, 20_000.0));
+    }
+
+    #[test]
+    fn a_hook_veto_stops_the_retry_uncounted_and_gives_its_budget_back() {
+        let mut client = cfg();
+        client.breaker = None;
+        client.budget = Some(crate::policy::options::BudgetConfig {
+            ratio: 0.0,
+            min_retries: 1,
+            window_ms: 10_000.0,
+        });
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert_eq!(
+            settle(&mut g, &mut c, &s, UNAVAILABLE, 0.0),
+            Verdict::Retry { delay_ms: 1000.0 }
+        );
+        assert_eq!(
+            g.veto_retry(&mut c),
+            Verdict::Fail {
+                denied: RetryDenied::Hook
+            }
+        );
+        assert_eq!(g.stats.retries, 0);
+        // the one retry of the budget is there for the next call
+        let mut next = g.start(spec(&cc, "GET"), 10.0);
+        let s = send(&mut g, &mut next, 10.0);
+        assert_eq!(
+            settle(&mut g, &mut next, &s, UNAVAILABLE, 10.0),
+            Verdict::Retry { delay_ms: 1000.0 }
+        );
+        assert_eq!((g.stats.retries, g.stats.budget_denied), (1, 0));
+        // a veto after anything but a granted retry hands nothing back
+        let mut third = g.start(spec(&cc, "GET"), 20.0);
+        let s = send(&mut g, &mut third, 20.0);
+        assert_eq!(
+            settle(&mut g, &mut third, &s, UNAVAILABLE, 20.0),
+            Verdict::Fail {
+                denied: RetryDenied::Budget
+            }
+        );
+        g.veto_retry(&mut third);
+        assert_eq!(g.stats.retries, 1);
+    }
+
+    #[test]
+    fn a_failed_hook_ends_the_call_without_a_sample_and_uncounted_if_unsent() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let unsent = Ended::Hook { sent: false };
+        assert!(g.decides(&unsent), "it ends a round of hedges");
+        assert_eq!(settle(&mut g, &mut c, &s, unsent, 1.0), Verdict::End);
+        assert_eq!((c.attempts(), g.stats.attempts), (0, 0));
+        assert_eq!(window(&mut g, 1.0), (0, 0));
+        assert_eq!(g.in_flight(), 0);
+        // an afterResponse hook that failed: sent, counted, still no sample
+        let mut c = g.start(spec(&cc, "GET"), 2.0);
+        let s = send(&mut g, &mut c, 2.0);
+        let answered = Ended::Hook { sent: true };
+        assert_eq!(settle(&mut g, &mut c, &s, answered, 3.0), Verdict::End);
+        assert_eq!((c.attempts(), g.stats.attempts), (1, 1));
+        assert_eq!(window(&mut g, 3.0), (0, 0));
     }
 }

@@ -540,26 +540,8 @@ impl Default for ClientConfig {
 impl ClientConfig {
     pub fn from_raw(raw: &RawClientOptions) -> Result<ClientConfig> {
         let d = Self::default();
-        let gateway = raw
-            .gateway_timeout_ms
-            .map(|v| duration("gatewayTimeoutMs", v, 1.0))
-            .transpose()?;
-        let timeout_ms = match (raw.timeout_ms, gateway) {
-            (Some(v), _) => duration("timeoutMs", v, 1.0)?,
-            (None, Some(g)) => {
-                let derived = (g * 6.0 / 5.0).ceil();
-                if derived > MAX_DURATION_MS {
-                    return Err(OptionsError::new(
-                        "gatewayTimeoutMs",
-                        "gives a timeoutMs above 2147483647",
-                    ));
-                }
-                derived
-            }
-            (None, None) => d.timeout_ms,
-        };
         Ok(Self {
-            timeout_ms,
+            timeout_ms: timeout(raw, d.timeout_ms)?,
             deadline_ms: or(raw.deadline_ms, d.deadline_ms, |v| {
                 duration("deadlineMs", v, 1.0)
             })?,
@@ -573,6 +555,47 @@ impl ClientConfig {
             rate_limit: raw.rate_limit.unwrap_or(d.rate_limit),
             storage: toggle(&raw.storage, StorageConfig::from_raw)?,
             hedge: HedgeConfig::resolve(&raw.hedge, None)?,
+        })
+    }
+
+    /// A derived client's settings (`client.extend(raw)`): `raw` over
+    /// these, as a call's options are (`retry` merged field by field).
+    /// What the derived client shares with its parent (budget, breakers,
+    /// concurrency, storage, the cross-tab link) cannot be set.
+    pub fn extended(&self, raw: &RawClientOptions) -> Result<ClientConfig> {
+        let shared = [
+            ("budget", !matches!(raw.budget, Toggle::Default)),
+            ("breaker", !matches!(raw.breaker, Toggle::Default)),
+            ("concurrency", !matches!(raw.concurrency, Toggle::Default)),
+            ("storage", !matches!(raw.storage, Toggle::Default)),
+            ("crossTab", raw.cross_tab.is_some()),
+        ];
+        if let Some((name, _)) = shared.iter().find(|(_, set)| *set) {
+            return Err(OptionsError::new(
+                name,
+                "cannot be changed in extend(): a derived client shares its parent's",
+            ));
+        }
+        let call = CallConfig::resolve(
+            self,
+            &RawCallOptions {
+                timeout_ms: None,
+                deadline_ms: raw.deadline_ms,
+                retry: raw.retry.clone(),
+                wait_for_online: raw.wait_for_online,
+                hedge: raw.hedge.clone(),
+                rate_limit: raw.rate_limit,
+            },
+        )?;
+        Ok(ClientConfig {
+            timeout_ms: timeout(raw, self.timeout_ms)?,
+            deadline_ms: call.deadline_ms,
+            retry: call.retry,
+            dedupe: raw.dedupe.unwrap_or(self.dedupe),
+            wait_for_online: call.wait_for_online,
+            rate_limit: call.rate_limit,
+            hedge: call.hedge,
+            ..self.clone()
         })
     }
 
@@ -617,6 +640,28 @@ impl CallConfig {
             hedge: HedgeConfig::resolve(&raw.hedge, client.hedge)?,
             rate_limit: raw.rate_limit.unwrap_or(client.rate_limit),
         })
+    }
+}
+
+/// `timeoutMs`, else one derived from `gatewayTimeoutMs`, else `default`.
+fn timeout(raw: &RawClientOptions, default: f64) -> Result<f64> {
+    let gateway = raw
+        .gateway_timeout_ms
+        .map(|v| duration("gatewayTimeoutMs", v, 1.0))
+        .transpose()?;
+    match (raw.timeout_ms, gateway) {
+        (Some(v), _) => duration("timeoutMs", v, 1.0),
+        (None, Some(g)) => {
+            let derived = (g * 6.0 / 5.0).ceil();
+            if derived > MAX_DURATION_MS {
+                return Err(OptionsError::new(
+                    "gatewayTimeoutMs",
+                    "gives a timeoutMs above 2147483647",
+                ));
+            }
+            Ok(derived)
+        }
+        (None, None) => Ok(default),
     }
 }
 
@@ -716,6 +761,104 @@ mod tests {
 
     fn client(raw: RawClientOptions) -> Result<ClientConfig> {
         ClientConfig::from_raw(&raw)
+    }
+
+    #[test]
+    fn extend_merges_over_the_parent_and_refuses_what_it_shares() {
+        let parent = client(RawClientOptions {
+            timeout_ms: Some(1000.0),
+            retry: Toggle::On(RawRetry {
+                max_attempts: Some(5.0),
+                ..Default::default()
+            }),
+            breaker: Toggle::Off,
+            ..Default::default()
+        })
+        .unwrap();
+        let child = parent
+            .extended(&RawClientOptions {
+                deadline_ms: Some(3000.0),
+                retry: Toggle::On(RawRetry {
+                    base_delay_ms: Some(10.0),
+                    ..Default::default()
+                }),
+                dedupe: Some(false),
+                ..Default::default()
+            })
+            .unwrap();
+        let r = child.retry.clone().unwrap();
+        assert_eq!((r.max_attempts, r.base_delay_ms), (5, 10.0), "merged");
+        assert_eq!((child.timeout_ms, child.deadline_ms), (1000.0, 3000.0));
+        assert!(
+            !child.dedupe && child.breaker.is_none(),
+            "the rest is the parent's"
+        );
+        // nothing given: the parent's settings as they are
+        assert_eq!(
+            format!(
+                "{:?}",
+                parent.extended(&RawClientOptions::default()).unwrap()
+            ),
+            format!("{parent:?}")
+        );
+        let gateway = parent
+            .extended(&RawClientOptions {
+                gateway_timeout_ms: Some(5000.0),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(gateway.timeout_ms, 6000.0);
+        let off = parent
+            .extended(&RawClientOptions {
+                retry: Toggle::Off,
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(off.retry.is_none());
+        // the shared protection cannot be changed, nor bad values given
+        let refused = |raw: RawClientOptions| parent.extended(&raw).unwrap_err().option;
+        assert_eq!(
+            refused(RawClientOptions {
+                budget: Toggle::Off,
+                ..Default::default()
+            }),
+            "budget"
+        );
+        assert_eq!(
+            refused(RawClientOptions {
+                breaker: Toggle::On(RawBreaker::default()),
+                ..Default::default()
+            }),
+            "breaker"
+        );
+        assert_eq!(
+            refused(RawClientOptions {
+                concurrency: Toggle::Off,
+                ..Default::default()
+            }),
+            "concurrency"
+        );
+        assert_eq!(
+            refused(RawClientOptions {
+                storage: Toggle::Off,
+                ..Default::default()
+            }),
+            "storage"
+        );
+        assert_eq!(
+            refused(RawClientOptions {
+                cross_tab: Some(true),
+                ..Default::default()
+            }),
+            "crossTab"
+        );
+        assert_eq!(
+            refused(RawClientOptions {
+                timeout_ms: Some(0.0),
+                ..Default::default()
+            }),
+            "timeoutMs"
+        );
     }
 
     fn retry(raw: RawRetry) -> Result<ClientConfig> {

@@ -36,14 +36,18 @@ impl<T: Copy + Default> Ring<T> {
         }
     }
 
-    fn bucket(&self, now_ms: f64) -> i64 {
+    /// The bucket holding `now_ms`, as the clock reads it.
+    fn raw_bucket(&self, now_ms: f64) -> i64 {
         let b = (now_ms / self.width_ms).floor();
-        let b = if b.is_nan() {
+        if b.is_nan() {
             i64::MIN
         } else {
             b.clamp(-LIMIT, LIMIT) as i64
-        };
-        b.max(self.latest)
+        }
+    }
+
+    fn bucket(&self, now_ms: f64) -> i64 {
+        self.raw_bucket(now_ms).max(self.latest)
     }
 
     /// Updates the counts of the bucket holding `now_ms`.
@@ -59,6 +63,18 @@ impl<T: Copy + Default> Ring<T> {
                     update(&mut counts);
                     *slot = Some((b, counts));
                 }
+            }
+        }
+    }
+
+    /// Updates the counts `add(at_ms, ..)` wrote to, if that bucket is
+    /// still in the ring (a later one is never touched instead).
+    pub(crate) fn amend(&mut self, at_ms: f64, update: impl FnOnce(&mut T)) {
+        let b = self.raw_bucket(at_ms);
+        let index = usize::try_from(b.rem_euclid(BUCKETS as i64)).unwrap_or(0);
+        if let Some(Some((at, counts))) = self.slots.get_mut(index) {
+            if *at == b {
+                update(counts);
             }
         }
     }
@@ -108,6 +124,20 @@ mod tests {
         r.add(0.0, |c| *c += 5);
         r.add(1000.0, |c| *c += 1);
         assert_eq!(total(&r, 1000.0), 1);
+    }
+
+    #[test]
+    fn amend_reaches_only_the_bucket_written_while_it_lasts() {
+        let mut r = Ring::<u64>::new(1000.0);
+        r.add(150.0, |c| *c += 2);
+        r.add(450.0, |c| *c += 1);
+        r.amend(180.0, |c| *c -= 1);
+        assert_eq!(r.by_age(450.0)[3], 1, "the bucket of 150..200 ms");
+        assert_eq!(r.by_age(450.0)[0], 1, "a later bucket untouched");
+        // once its slot is reused, the old bucket is gone: nothing changes
+        r.add(1150.0, |c| *c += 7);
+        r.amend(150.0, |c| *c = 0);
+        assert_eq!(r.by_age(1150.0)[0], 7);
     }
 
     #[test]

@@ -3,10 +3,13 @@
 //! attempt. A module of its own, so the attempt (`fetch.rs`) and the
 //! engine's loop both use it without importing each other.
 
+use std::rc::Rc;
+
 use wasm_bindgen::JsValue;
 use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
+use super::layer::Layer;
 use crate::policy::credentials::Credentials;
 use crate::policy::guard::Spec;
 
@@ -24,9 +27,44 @@ pub struct Call {
     pub target: Target,
     pub mode: Mode,
     pub cancel: Cancel,
+    /// The client that made it: its hooks, auth, header functions.
+    layer: Rc<Layer>,
+    /// The header names (lower case, one per line) the call gave itself,
+    /// which the client's header functions and auth token never replace.
+    own: String,
 }
 
 impl Call {
+    pub fn new(
+        request_id: String,
+        url: String,
+        spec: Spec,
+        target: Target,
+        mode: Mode,
+        layer: Rc<Layer>,
+        own: String,
+    ) -> Call {
+        Call {
+            request_id,
+            url,
+            spec,
+            target,
+            mode,
+            cancel: Cancel::default(),
+            layer,
+            own,
+        }
+    }
+
+    pub fn layer(&self) -> &Rc<Layer> {
+        &self.layer
+    }
+
+    /// The header names the call gave itself, lower case, one per line.
+    pub fn own(&self) -> &str {
+        &self.own
+    }
+
     /// GET and HEAD: what they fetch is named by the URL (and headers)
     /// alone, so they may share a flight and a default cache key.
     pub fn named_by_url(&self) -> bool {
@@ -37,14 +75,16 @@ impl Call {
 /// What every attempt of a call sends.
 pub enum Target {
     /// `fetch(url, init)` with the call's own init, whose signal is set anew
-    /// for each attempt: a call without a body builds no Request at all.
+    /// for each attempt: a call without a body or FetchInit fields builds no
+    /// Request at all.
     Url {
         url: JsValue,
         init: RequestInit,
         /// None when the call sends no headers of its own.
         headers: Option<Headers>,
     },
-    /// A built Request: the caller's own, or one with a body. A body can be
+    /// A built Request: the caller's own, or one with a body or FetchInit
+    /// fields (and so their checks: a no-cors Request's headers). A body can be
     /// read once, so each attempt sends a clone unless `reuse` (GET and HEAD,
     /// which have none). Not `Request.body`: Firefox does not implement it,
     /// and a POST sent from the base itself left nothing for its retry.
@@ -56,6 +96,23 @@ impl Target {
         let method = request.method();
         let reuse = method == "GET" || method == "HEAD";
         Target::Request { request, reuse }
+    }
+
+    /// What the client's `Io` copies for an attempt: the Request, or the
+    /// URL and init.
+    pub fn parts(&self) -> (JsValue, JsValue) {
+        match self {
+            Target::Url { url, init, .. } => (url.clone(), init.clone().into()),
+            Target::Request { request, .. } => (JsValue::from(request), JsValue::UNDEFINED),
+        }
+    }
+
+    /// One attempt's own Request, sent as it is.
+    pub fn own(request: Request) -> Target {
+        Target::Request {
+            request,
+            reuse: true,
+        }
     }
 
     /// The headers every attempt sends (live: a header set here is sent);

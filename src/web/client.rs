@@ -8,15 +8,19 @@ use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::cancel::CancelReason;
 use super::convert::{to_js, Obj};
 use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
+use super::hooks::Io;
 use super::host::now_ms;
+use super::layer::Layer;
 use super::options::{read_client, Reader};
-use super::request::{Builder, Built};
-use super::runtime::spawn_promise;
+use super::request::{Builder, Built, Refused};
+use super::runtime::{spawn, spawn_promise, OnAbort};
 use super::schema;
+use super::transport::Transport;
 use super::validate::{self, Check};
 use crate::policy::options::{ClientConfig, OptionsError};
 
@@ -35,10 +39,16 @@ pub struct Client {
     make_error: Option<js_sys::Function>,
 }
 
-fn to_class(make: &Option<js_sys::Function>, descriptor: JsValue) -> JsValue {
+/// The error a descriptor stands for: its class instance, or for
+/// `fetch()` (`native`) the error the host's fetch would give.
+fn to_class(make: &Option<js_sys::Function>, descriptor: JsValue, native: bool) -> JsValue {
     match make {
         Some(f) => f
-            .call1(&JsValue::UNDEFINED, &descriptor)
+            .call2(
+                &JsValue::UNDEFINED,
+                &descriptor,
+                &JsValue::from_bool(native),
+            )
             .unwrap_or(descriptor),
         None => descriptor,
     }
@@ -68,24 +78,76 @@ impl Client {
                 Ok(((call, signal), check))
             });
         match built {
-            Ok((built, check)) => self.spawn(Ok(built), check),
-            Err(e) => self.spawn(Err(e), None),
+            Ok((built, check)) => self.spawn(Ok(built), check, false),
+            Err(e) => self.spawn(Err(e), None, false),
         }
     }
 
-    /// `client.fetch(input, init)`: a drop-in for the global fetch.
+    /// `client.fetch(input, init)`: a drop-in for the global fetch, which
+    /// rejects as it does. An attempt of this client's (or another's) that
+    /// comes back here, the client being installed as the global fetch,
+    /// goes to the network instead (see `transport.rs`).
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
-        let built = self.builder.fetch(&self.engine, &input, &init);
-        self.spawn(built, None)
+        let layer = &self.builder.layer;
+        let transport = layer.transport().unwrap_or(&self.engine.transport);
+        if let Some(sent) = transport.returned(&input, &init) {
+            return sent;
+        }
+        match self.builder.fetch(&self.engine, &input, &init) {
+            Ok(built) => self.spawn(Ok(built), None, true),
+            Err(Refused::Host(e)) => Promise::reject(&e),
+            Err(Refused::Options(e)) => {
+                Promise::reject(&to_class(&self.make_error, options_error(e), true))
+            }
+        }
     }
 
-    /// The package's wrapper hands in its descriptor-to-class function, so
-    /// `request()` and `fetch()` reject with class instances and their
-    /// promises reach the caller as they are, without a `then` per call.
-    /// Without it (the Rust tests) they reject with descriptors.
+    /// The package's wrapper hands in its descriptor-to-class function
+    /// (`(descriptor, native) => error`), so `request()` and `fetch()`
+    /// reject with class instances (for `fetch()`, the host's own errors)
+    /// and their promises reach the caller as they are, without a `then`
+    /// per call. Without it (the Rust tests) they reject with descriptors.
     #[wasm_bindgen(js_name = setErrorFactory)]
     pub fn set_error_factory(&mut self, f: js_sys::Function) {
         self.make_error = Some(f);
+    }
+
+    /// The package's wrapper hands in the client's hooks, auth and header
+    /// functions (its `Io`), when it has any, before any call.
+    #[wasm_bindgen(js_name = setIo)]
+    pub fn set_io(&self, io: Io) {
+        self.builder.layer.set_io(io);
+    }
+
+    /// `client.extend(options)`: a client with `options` over this one's
+    /// that shares its engine (breakers, budget, slots, holds, cross-tab
+    /// link, last-good cache); `io` its functions (the wrapper's, made from
+    /// `options` over this client's). Throws an OptionsError descriptor.
+    pub fn extend(&self, options: JsValue, io: Option<Io>) -> Result<Client, JsValue> {
+        let derive = || -> Result<Builder, OptionsError> {
+            let r = Reader::new(&options, "options")?;
+            if r.value("wasm")?.is_some() {
+                return Err(OptionsError::new(
+                    "wasm",
+                    "cannot be changed in extend(): a derived client shares its parent's module",
+                ));
+            }
+            let cfg = self.builder.cfg.extended(&read_client(&r)?)?;
+            let transport = match r.value("fetch")? {
+                Some(_) => Some(Transport::read(&r)?),
+                None => None,
+            };
+            let layer = Layer::new(Some(self.builder.layer.clone()), transport);
+            if let Some(io) = io {
+                layer.set_io(io);
+            }
+            self.builder.derive(&r, cfg, layer)
+        };
+        Ok(Client {
+            engine: self.engine.clone(),
+            builder: derive().map_err(options_error)?,
+            make_error: self.make_error.clone(),
+        })
     }
 
     /// `client.schema(url, options)`: request() plus a last-good copy.
@@ -131,7 +193,9 @@ impl Client {
         let func = listener
             .dyn_into::<js_sys::Function>()
             .map_err(|_| options_error(OptionsError::new("listener", "must be a function")))?;
-        Ok(self.engine.events.on(event, func))
+        let id = self.engine.events.on(event, func);
+        self.builder.layer.listening(id);
+        Ok(id)
     }
 
     pub fn off(&self, id: u32) {
@@ -139,23 +203,30 @@ impl Client {
     }
 
     /// Aborts in-flight calls and rejects queued ones; later calls reject.
+    /// A derived client's: its calls and those of the clients derived from
+    /// it; the root's: every call of the engine.
     pub fn close(&self) {
-        self.engine.close();
+        if self.builder.layer.is_root() {
+            self.engine.close();
+        } else {
+            self.engine.close_layer(&self.builder.layer);
+        }
     }
 }
 
 impl Client {
     fn build(options: &JsValue) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
+        let transport = Transport::read(&r)?;
         let cfg = ClientConfig::from_raw(&read_client(&r)?)?;
-        let builder = Builder::read(&r)?;
+        let builder = Builder::read(&r, cfg.clone(), Layer::new(None, None))?;
         let prefix = cfg
             .storage
             .as_ref()
             .map_or(DEFAULT_PREFIX, |s| s.prefix.as_str())
             .to_owned();
         let cross_tab = cfg.cross_tab;
-        let engine = Engine::new(cfg);
+        let engine = Engine::new(cfg, transport);
         if cross_tab {
             let weak = Rc::downgrade(&engine);
             let on_peer = move |msg| {
@@ -174,26 +245,65 @@ impl Client {
         })
     }
 
-    /// Runs a built call, its value checked by `check`; rejects with the
-    /// error's class instance.
-    fn spawn(&self, built: Result<Built, OptionsError>, check: Option<Check>) -> Promise {
+    /// Runs a built call, its value checked by `check` (`validate`);
+    /// rejects with the error's class instance, or for
+    /// `fetch()` (`native`) with the host's own error for it. A fetch()
+    /// caller's abort rejects the promise with the signal's reason in the
+    /// abort itself, as the host's fetch does (an already aborted signal:
+    /// a promise already rejected), and the engine then ends the call.
+    fn spawn(
+        &self,
+        built: Result<Built, OptionsError>,
+        check: Option<Check>,
+        native: bool,
+    ) -> Promise {
         let make = self.make_error.clone();
-        match built {
-            Ok((call, signal)) => {
-                let engine = self.engine.clone();
-                let run = engine.clone().call(call, signal);
-                spawn_promise(async move {
-                    let value = match (run.await, check) {
-                        (Ok(v), Some(c)) => c.check(v).await.map_err(|e| {
-                            engine.st.borrow_mut().guard.failed();
-                            e.to_js()
-                        }),
-                        (done, _) => done,
-                    };
-                    value.map_err(|d| to_class(&make, d))
-                })
-            }
-            Err(e) => Promise::reject(&to_class(&make, options_error(e))),
-        }
+        let mut check = check;
+        let mut built = match built {
+            Ok(b) => Some(b),
+            Err(e) => return Promise::reject(&to_class(&make, options_error(e), native)),
+        };
+        let engine = self.engine.clone();
+        Promise::new(&mut |resolve, reject| {
+            let Some((call, signal)) = built.take() else {
+                return;
+            };
+            let cancel = call.cancel.clone();
+            let (on_abort, early) = (cancel.clone(), reject.clone());
+            let (link, signal) = match signal {
+                Some(s) if native => {
+                    let link = OnAbort::new(&s, move |why| {
+                        on_abort.cancel(CancelReason::Caller(why.clone()));
+                        let _ = early.call1(&JsValue::UNDEFINED, &why);
+                    });
+                    (link, None)
+                }
+                signal => (None, signal),
+            };
+            let run = engine.clone().call(call, signal);
+            let make = make.clone();
+            let (check, engine) = (check.take(), engine.clone());
+            spawn(async move {
+                let out = match (run.await, check) {
+                    (Ok(v), Some(c)) => c.check(v).await.map_err(|e| {
+                        engine.st.borrow_mut().guard.failed();
+                        e.to_js()
+                    }),
+                    (done, _) => done,
+                };
+                drop(link);
+                let (settle, value) = match out {
+                    Ok(v) => (resolve, v),
+                    // fetch(): rejected already, with the reason itself.
+                    Err(_)
+                        if native && matches!(cancel.reason(), Some(CancelReason::Caller(_))) =>
+                    {
+                        return
+                    }
+                    Err(d) => (reject, to_class(&make, d, native)),
+                };
+                let _ = settle.call1(&JsValue::UNDEFINED, &value);
+            });
+        })
     }
 }

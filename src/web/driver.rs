@@ -6,6 +6,10 @@
 
 use wasm_bindgen::prelude::*;
 
+mod steps;
+
+use steps::Step;
+
 use super::call::Call;
 use super::crosstab::ProbeLock;
 use super::engine::Engine;
@@ -99,6 +103,11 @@ impl Engine {
                 }
             };
             let Decided { end, send, quota } = self.round(call, c, sent).await;
+            let end = match self.after_401(call, c, end, &send, quota.as_ref()).await {
+                Step::Settle(end) => end,
+                Step::Replay => continue,
+                Step::Done(done) => return done,
+            };
             let offline = matches!(end, AttemptEnd::Network(_)) && is_offline();
             if let AttemptEnd::Timeout = end {
                 self.events.emit_call("timeout", call, send.attempt, &|o| {
@@ -121,6 +130,9 @@ impl Engine {
                 Ok(v) => return Ok(v),
                 Err(failed) => failed,
             };
+            let verdict = self
+                .before_retry(call, c, verdict, (&err, &response), send.attempt)
+                .await?;
             let delay = match verdict {
                 Verdict::Retry { delay_ms } => delay_ms,
                 Verdict::End => return Err(err),

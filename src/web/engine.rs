@@ -17,8 +17,10 @@ use super::crosstab::CrossTab;
 use super::dedupe::{Flight, Lead, Waiter};
 use super::events::Listeners;
 use super::host::now_ms;
+use super::layer::Layer;
 use super::runtime::{Alarm, Gate, Wake};
 use super::storage::Memory;
+use super::transport::Transport;
 use super::vecmap::VecMap;
 use crate::policy::breaker::ProbeWaiter;
 use crate::policy::guard::{CallState, Guard};
@@ -36,8 +38,9 @@ pub struct State {
     waiters: VecMap<WaiterId, Gate>,
     /// Calls waiting for a half-open probe: the gate its outcome opens.
     probe_waits: VecMap<ProbeWaiter, Gate>,
-    /// Calls in progress, so `close()` can cancel them.
-    calls: VecMap<u64, Cancel>,
+    /// Calls in progress and the client of each, so `close()` can cancel
+    /// them.
+    calls: VecMap<u64, (Rc<Layer>, Cancel)>,
     /// Shared network calls in flight, by dedupe key.
     flights: VecMap<String, Rc<Flight>>,
     /// The last request number (request ids count 1, 2, 3 ... per client)
@@ -54,6 +57,8 @@ pub struct Engine {
     /// `schema()`'s last-good copies where they are kept in memory.
     pub memory: Memory,
     pub events: Listeners,
+    /// Where attempts go (the `fetch` option, else the global fetch).
+    pub transport: Transport,
     /// The timer that turns the first open breaker half-open when its
     /// period ends, and that time (see `news.rs`).
     half_open: RefCell<Option<(Alarm, f64)>>,
@@ -61,7 +66,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(cfg: ClientConfig) -> Rc<Engine> {
+    pub fn new(cfg: ClientConfig, transport: Transport) -> Rc<Engine> {
         let st = State {
             guard: Guard::new(&cfg),
             waiters: VecMap::new(),
@@ -76,6 +81,7 @@ impl Engine {
             st: RefCell::new(st),
             memory: Memory::default(),
             events: Listeners::default(),
+            transport,
             crosstab: OnceCell::new(),
             half_open: RefCell::new(None),
             me: me.clone(),
@@ -216,10 +222,8 @@ impl Engine {
             .insert(key.clone(), flight.clone());
         let (engine, f) = (self.clone(), flight.clone());
         let network = Box::pin(async move {
-            let call = Call {
-                cancel: f.cancel.clone(),
-                ..call
-            };
+            let mut call = call;
+            call.cancel = f.cancel.clone();
             let outcome = engine.clone().run_linked(call, None).await;
             {
                 let mut st = engine.st.borrow_mut();
@@ -252,12 +256,13 @@ impl Engine {
         {
             let mut st = self.st.borrow_mut();
             id = Engine::next_key(&mut st);
-            if st.closed {
+            if st.closed || call.layer().is_closed() {
                 drop(st);
                 call.cancel.cancel(CancelReason::Closed);
                 return Err(call.cancel.abort_error().to_js());
             }
-            st.calls.insert(id, call.cancel.clone());
+            st.calls
+                .insert(id, (call.layer().clone(), call.cancel.clone()));
         }
         let _link = call.cancel.follow(signal.as_ref());
         let result = self.run(&call).await;
@@ -267,7 +272,7 @@ impl Engine {
 
     /// `close()`: cancels every call in progress; later calls are refused.
     pub fn close(&self) {
-        let calls: Vec<Cancel> = {
+        let calls = {
             let mut st = self.st.borrow_mut();
             st.closed = true;
             st.calls.take_values()
@@ -277,6 +282,26 @@ impl Engine {
         }
         self.half_open.borrow_mut().take();
         self.memory.clear();
+        for (_, c) in calls {
+            c.cancel(CancelReason::Closed);
+        }
+    }
+
+    /// `close()` of a derived client: cancels the calls of `layer` and of
+    /// the clients derived from it (their later calls are refused); the
+    /// engine and the other clients go on.
+    pub fn close_layer(&self, layer: &Layer) {
+        for id in layer.close() {
+            self.events.off(id);
+        }
+        let calls: Vec<Cancel> = self
+            .st
+            .borrow()
+            .calls
+            .values()
+            .filter(|(l, _)| l.within(layer))
+            .map(|(_, c)| c.clone())
+            .collect();
         for c in calls {
             c.cancel(CancelReason::Closed);
         }

@@ -45,6 +45,11 @@ pub enum ErrorKind {
         issues: JsValue,
     },
     Options(OptionsError),
+    /// A hook, a header function or the auth token failed: the error the
+    /// client's JS side made of it (an OptionsError naming `hooks`,
+    /// `headers` or `auth`, `cause` what the function threw), stamped and
+    /// passed on as it is.
+    Thrown(JsValue),
 }
 
 pub struct CallError {
@@ -53,6 +58,8 @@ pub struct CallError {
     pub request_id: String,
     pub attempts: u32,
     pub elapsed_ms: f64,
+    /// A `cause` besides the kind's own (a 401's failed refresh).
+    cause: Option<JsValue>,
 }
 
 impl CallError {
@@ -61,6 +68,12 @@ impl CallError {
     /// The error of an attempt that was not retried, and why not.
     pub fn denied(mut self, why: RetryDenied) -> CallError {
         self.retry_denied = Some(why);
+        self
+    }
+
+    /// The error with `cause` (what made it final: a refresh that threw).
+    pub fn with_cause(mut self, cause: JsValue) -> CallError {
+        self.cause = Some(cause);
         self
     }
 
@@ -78,6 +91,7 @@ impl CallError {
             request_id: String::new(),
             attempts: 0,
             elapsed_ms: 0.0,
+            cause: None,
         }
     }
 
@@ -98,7 +112,7 @@ impl CallError {
             ErrorKind::CircuitOpen { .. } => "CircuitOpenError",
             ErrorKind::QueueFull => "QueueFullError",
             ErrorKind::Parse { .. } | ErrorKind::Invalid { .. } => "ParseError",
-            ErrorKind::Options(_) => "OptionsError",
+            ErrorKind::Options(_) | ErrorKind::Thrown(_) => "OptionsError",
         }
     }
 
@@ -124,15 +138,22 @@ impl CallError {
             ErrorKind::Parse { .. } => "response body could not be parsed".into(),
             ErrorKind::Invalid { .. } => "response rejected by validate()".into(),
             ErrorKind::Options(e) => cat(&["invalid option ", &e.option, ": ", &e.reason]),
+            ErrorKind::Thrown(_) => String::new(),
         }
     }
 
     /// The descriptor the JS wrapper turns into an error instance.
     pub fn to_js(&self) -> JsValue {
-        let o = Obj::new();
-        o.set("name", self.name())
-            .set("message", self.message())
-            .set("requestId", self.request_id.as_str())
+        let o = match &self.kind {
+            // An error object already: only stamped.
+            ErrorKind::Thrown(e) if e.is_object() => Obj(e.clone().into()),
+            _ => {
+                let o = Obj::new();
+                o.set("name", self.name()).set("message", self.message());
+                o
+            }
+        };
+        o.set("requestId", self.request_id.as_str())
             .set("attempts", self.attempts)
             .set("elapsedMs", self.elapsed_ms);
         if let Some(d) = self.retry_denied {
@@ -180,6 +201,10 @@ impl CallError {
             ErrorKind::Options(e) => {
                 o.set("option", e.option.as_str());
             }
+            ErrorKind::Thrown(_) => {}
+        }
+        if let Some(cause) = &self.cause {
+            o.set("cause", cause.clone());
         }
         o.into_js()
     }

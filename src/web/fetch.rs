@@ -15,10 +15,10 @@ use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
-use super::host::{
-    assign, either_signal, epoch_ms, global_fetch, instance_of, json_parse, quiet, to_promise,
-};
+use super::hooks::flag;
+use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
 use super::runtime::{settle, Alarm, Either, Race, Stop};
+use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
 use crate::text::cat;
@@ -91,11 +91,20 @@ pub enum AttemptEnd {
         reset_ms: Option<f64>,
         response: JsValue,
         body: JsValue,
+        /// The refreshes finished when the auth token it carried was read
+        /// (`None`: it carried no token of the client's).
+        token: Option<f64>,
     },
     Network(JsValue),
     Timeout,
     Cancelled,
     Parse(JsValue),
+    /// A hook, header function or token failed (`sent`: after the request
+    /// went out, in `afterResponse`).
+    Hook {
+        error: CallError,
+        sent: bool,
+    },
 }
 
 impl AttemptEnd {
@@ -108,6 +117,7 @@ impl AttemptEnd {
             AttemptEnd::Cancelled => Ended::Cancelled,
             AttemptEnd::Timeout => Ended::Timeout,
             AttemptEnd::Network(_) => Ended::Network { offline },
+            AttemptEnd::Hook { sent, .. } => Ended::Hook { sent: *sent },
             AttemptEnd::Status {
                 status,
                 retry_after,
@@ -138,6 +148,7 @@ impl AttemptEnd {
             AttemptEnd::Cancelled => return Err((cancel.abort_error(), None)),
             AttemptEnd::Timeout => ErrorKind::Timeout { phase },
             AttemptEnd::Network(cause) => ErrorKind::Network { cause, offline },
+            AttemptEnd::Hook { error, .. } => return Err((error, None)),
             AttemptEnd::Status {
                 status,
                 status_text,
@@ -179,6 +190,7 @@ struct Answered {
     reset_ms: Option<f64>,
     response: JsValue,
     body: js_sys::JsString,
+    token: Option<f64>,
 }
 
 impl Answered {
@@ -190,6 +202,27 @@ impl Answered {
             reset_ms: self.reset_ms,
             response: self.response,
             body: self.body.into(),
+            token: self.token,
+        }
+    }
+}
+
+impl AttemptEnd {
+    /// A hook, header function or token of the client's failed with
+    /// `error` (what the wrapper's `Io` rejected with).
+    fn hook(error: JsValue, sent: bool) -> AttemptEnd {
+        let error = CallError::new(ErrorKind::Thrown(error));
+        AttemptEnd::Hook { error, sent }
+    }
+
+    /// A 401 to an attempt that carried the client's auth token: the
+    /// refreshes finished when that token was read.
+    pub fn unauthorized(&self) -> Option<f64> {
+        match self {
+            AttemptEnd::Status {
+                status: 401, token, ..
+            } => *token,
+            _ => None,
         }
     }
 }
@@ -206,7 +239,8 @@ impl Answered {
 /// to the same URL until the first one's headers arrive.
 pub async fn attempt(
     call: &Call,
-    timeout_ms: f64,
+    transport: &Transport,
+    send: Attempt,
     stop: Stop,
     hedge: bool,
 ) -> (AttemptEnd, Option<Quota>) {
@@ -215,7 +249,7 @@ pub async fn attempt(
         return (AttemptEnd::Cancelled, None);
     }
     let attached = cancel.attach(&stop);
-    let _timer = Alarm::stop(timeout_ms, &stop);
+    let _timer = Alarm::stop(send.timeout_ms, &stop);
     let signal = match &call.mode {
         Mode::Fetch {
             body_signal: Some(caller),
@@ -224,7 +258,13 @@ pub async fn attempt(
     };
     let answered = RefCell::new(None);
     let quota = Cell::new(None);
-    let work = std::pin::pin!(run(call, &signal, hedge, &answered, &quota));
+    let sent = Cell::new(false);
+    let at = Sending {
+        attempt: send.attempt,
+        hedge,
+        sent: &sent,
+    };
+    let work = std::pin::pin!(run(call, transport, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
     drop(attached);
     let error = match end {
@@ -239,23 +279,68 @@ pub async fn attempt(
     if let Some(a) = answered.take() {
         return (a.end(), quota.get());
     }
-    if stop.timed_out() {
+    if stop.timed_out() && !sent.get() {
+        // Its time ran out in the client's hooks, header functions or token.
+        let error = CallError::new(ErrorKind::Timeout { phase: send.phase });
+        (AttemptEnd::Hook { error, sent: false }, None)
+    } else if stop.timed_out() {
         (AttemptEnd::Timeout, None)
     } else {
         (AttemptEnd::Network(error), None)
     }
 }
 
+/// Which attempt `run` makes: its number, whether it is a hedge, and where
+/// it tells that its request has gone out.
+struct Sending<'a> {
+    attempt: u32,
+    hedge: bool,
+    sent: &'a Cell<bool>,
+}
+
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
-/// announces goes into `quota` as soon as its headers are in.
+/// announces goes into `quota` as soon as its headers are in. A client
+/// with hooks, header functions or auth sends a Request of the attempt's
+/// own (made by the wrapper's `Io`, `hooks.rs`) and may replace the Response
+/// (`afterResponse`).
 async fn run(
     call: &Call,
+    transport: &Transport,
     signal: &AbortSignal,
-    hedge: bool,
+    at: Sending<'_>,
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let value = settle(send(&call.target, signal, hedge)?).await?;
+    let (id, n, method, url) = (&call.request_id, at.attempt, &call.spec.method, &call.url);
+    let io = call.layer().io(flag::PER_ATTEMPT);
+    let (own, token) = match io {
+        None => (None, None),
+        Some(io) => {
+            let (input, init) = call.target.parts();
+            match settle(io.prepare(&input, &init, call.own(), id, n, method, url)).await {
+                Ok(pair) => {
+                    let pair: js_sys::Array = pair.unchecked_into();
+                    (
+                        Some(Target::own(pair.get(0).unchecked_into())),
+                        pair.get(1).as_f64(),
+                    )
+                }
+                Err(e) => return Ok(AttemptEnd::hook(e, false)),
+            }
+        }
+    };
+    at.sent.set(true);
+    let target = own.as_ref().unwrap_or(&call.target);
+    let mut value = settle(send(transport, target, signal, at.hedge)?).await?;
+    if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
+        match settle(io.after(request, &value, id, n, method, url)).await {
+            Ok(v) => value = v,
+            Err(e) => {
+                discard(&value);
+                return Ok(AttemptEnd::hook(e, true));
+            }
+        }
+    }
     if !value.is_object() {
         return Err(not_a_response(
             &value.js_typeof().as_string().unwrap_or_default(),
@@ -281,6 +366,7 @@ async fn run(
         reset_ms,
         response: resp.into(),
         body: js_sys::JsString::from(""),
+        token,
     });
     if !call.mode.is_fetch() {
         if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {
@@ -291,9 +377,14 @@ async fn run(
     answered.take().map(Answered::end).ok_or(JsValue::UNDEFINED)
 }
 
-/// Sends `target` with `signal` through the host's fetch. A hedge sends
-/// its own copy of the init, with `cache: 'no-store'`.
-fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Promise, JsValue> {
+/// Sends `target` with `signal` through the client's transport. A hedge
+/// sends its own copy of the init, with `cache: 'no-store'`.
+fn send(
+    transport: &Transport,
+    target: &Target,
+    signal: &AbortSignal,
+    hedge: bool,
+) -> Result<js_sys::Promise, JsValue> {
     let own = |base: &JsValue| -> Result<RequestInit, JsValue> {
         let init: RequestInit = assign(&RequestInit::new(), base)?.unchecked_into();
         js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
@@ -303,11 +394,11 @@ fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Pr
         Target::Url { url, init, .. } if hedge => {
             let init = own(init)?;
             init.set_signal(Some(signal));
-            global_fetch(url, &init)
+            transport.send(url, &init)
         }
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
-            global_fetch(url, init)
+            transport.send(url, init)
         }
         Target::Request { request, reuse } => {
             let init = if hedge {
@@ -316,10 +407,17 @@ fn send(target: &Target, signal: &AbortSignal, hedge: bool) -> Result<js_sys::Pr
                 RequestInit::new()
             };
             init.set_signal(Some(signal));
+            // An init that is not empty resets a Request's referrer and
+            // referrer policy (the Request constructor's "if init is not
+            // empty" step): every attempt gives them back as it holds them.
+            for key in ["referrer", "referrerPolicy"] {
+                let key = JsValue::from_str(key);
+                js_sys::Reflect::set(&init, &key, &js_sys::Reflect::get(request, &key)?)?;
+            }
             if *reuse {
-                global_fetch(request, &init)
+                transport.send(request, &init)
             } else {
-                global_fetch(&JsValue::from(request.clone()?), &init)
+                transport.send(&JsValue::from(request.clone()?), &init)
             }
         }
     })

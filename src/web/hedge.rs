@@ -119,7 +119,7 @@ impl Engine {
 
     /// Starts one attempt as the policy core set it out (`hedge`: not the
     /// first of its round): announced, under its timeout.
-    fn launch<'a>(&self, call: &'a Call, send: Attempt, hedge: bool) -> Sent<'a> {
+    fn launch<'a>(&'a self, call: &'a Call, send: Attempt, hedge: bool) -> Sent<'a> {
         call.cancel.begin_attempt(send.attempt);
         self.events.emit_call("attempt", call, send.attempt, &|o| {
             o.times.elapsed_ms = Some(send.elapsed_ms);
@@ -128,7 +128,13 @@ impl Engine {
         type Pending<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
         let (end, stop): (Pending<'a>, _) = match Stop::new() {
             Ok(stop) => (
-                Box::pin(fetch::attempt(call, send.timeout_ms, stop.clone(), hedge)),
+                Box::pin(fetch::attempt(
+                    call,
+                    call.layer().transport().unwrap_or(&self.transport),
+                    send,
+                    stop.clone(),
+                    hedge,
+                )),
                 Some(stop),
             ),
             Err(e) => (Box::pin(async { (AttemptEnd::Network(e), None) }), None),

@@ -22,21 +22,31 @@ extern "C" {
     #[wasm_bindgen(constructor, catch, js_class = URL)]
     fn new(input: &JsValue, base: &JsValue) -> Result<HostUrl, JsValue>;
 
+    #[wasm_bindgen(js_name = Request)]
+    type HostRequest;
+    #[wasm_bindgen(constructor, catch, js_class = Request)]
+    fn new(input: &JsValue, init: &JsValue) -> Result<HostRequest, JsValue>;
+
     /// The global object, for reading its current `fetch` (a host or a
     /// test may have replaced it with anything, a throwing getter included).
     type Global;
     #[wasm_bindgen(method, getter, catch, js_name = fetch)]
     fn fetch_fn(this: &Global) -> Result<JsValue, JsValue>;
 
-    /// The global `fetch`, whatever function it is now.
-    type FetchFn;
-    #[wasm_bindgen(method, catch, js_name = bind)]
-    fn bind_fetch(
-        this: &FetchFn,
+    /// `Reflect.apply`, bound to a fetch and its arguments: called with
+    /// whatever else (a `then` passes its value), it calls the fetch with
+    /// exactly those arguments, and never through the fetch's own `bind`.
+    #[wasm_bindgen(thread_local_v2, js_namespace = Reflect, js_name = apply)]
+    static APPLY: ApplyFn;
+    type ApplyFn;
+    #[wasm_bindgen(method, js_name = bind)]
+    fn bind_apply(
+        this: &ApplyFn,
         to: &JsValue,
-        input: &JsValue,
-        init: &JsValue,
-    ) -> Result<js_sys::Function, JsValue>;
+        f: &JsValue,
+        this_arg: &JsValue,
+        args: &js_sys::Array,
+    ) -> js_sys::Function;
 
     /// A promise whose `then` takes any function (js-sys's takes a Closure),
     /// or a thenable of unknown make.
@@ -94,27 +104,36 @@ thread_local! {
     static RESOLVED: Thenable = js_sys::Promise::resolve(&JsValue::UNDEFINED).unchecked_into();
 }
 
-/// `fetch(input, init)` with the host's current `fetch` (a page, a worker
-/// and Node 20 all have one; a test may have replaced it), called from a
-/// microtask rather than from inside wasm: Chromium spends about 150 µs per
-/// call on a `fetch` whose caller's stack holds wasm frames (measured with
-/// its CPU profiler, 2000 sequential calls: the native `fetch` 476 µs a call
-/// from wasm, 330 µs from JS). The bound function runs on a clean stack one
-/// microtask later, before any timer can fire; `init` is read then, and the
-/// engine never changes it while an attempt is in flight.
-pub fn global_fetch(input: &JsValue, init: &web_sys::RequestInit) -> js_sys::Promise {
-    let global = js_sys::global();
-    let bound = match global.unchecked_ref::<Global>().fetch_fn() {
-        Ok(f) if f.is_function() => f
-            .unchecked_into::<FetchFn>()
-            .bind_fetch(&global, input, init),
-        Ok(_) => Err(js_sys::TypeError::new("fetch is not available").into()),
-        Err(e) => Err(e),
+/// The host's current global `fetch` (a page, a worker and Node 20 all have
+/// one; a test may have replaced it, or made it a getter that throws).
+pub fn current_fetch() -> Result<JsValue, JsValue> {
+    js_sys::global().unchecked_ref::<Global>().fetch_fn()
+}
+
+/// `f(input, init)` called on the global object (`init` undefined: `f(input)`
+/// alone), from a microtask rather than from inside wasm: Chromium spends
+/// about 150 µs per call on a `fetch` whose caller's stack holds wasm frames
+/// (measured with its CPU profiler, 2000 sequential calls: the native `fetch`
+/// 476 µs a call from wasm, 330 µs from JS). The bound function runs on a
+/// clean stack one microtask later, before any timer can fire; `init` is
+/// read then, and the engine never changes it while an attempt is in flight.
+pub fn fetch_later(
+    f: Result<JsValue, JsValue>,
+    input: &JsValue,
+    init: &JsValue,
+) -> js_sys::Promise {
+    let f = match f {
+        Ok(f) if f.is_function() => f,
+        Ok(_) => return js_sys::Promise::reject(&js_sys::TypeError::new("fetch is not available")),
+        Err(e) => return js_sys::Promise::reject(&e),
     };
-    match bound {
-        Ok(bound) => RESOLVED.with(|p| p.then_call(&bound)),
-        Err(e) => js_sys::Promise::reject(&e),
-    }
+    let args = if init.is_undefined() {
+        js_sys::Array::of1(input)
+    } else {
+        js_sys::Array::of2(input, init)
+    };
+    let bound = APPLY.with(|a| a.bind_apply(&JsValue::NULL, &f, &js_sys::global(), &args));
+    RESOLVED.with(|p| p.then_call(&bound))
 }
 
 /// A promise for any value (`Promise.resolve`): what a stand-in's method
@@ -186,6 +205,13 @@ pub fn location_href() -> JsValue {
 /// and back. `base` may be undefined.
 pub fn parse_url(input: &JsValue, base: &JsValue) -> Result<web_sys::Url, JsValue> {
     HostUrl::new(input, base).map(JsCast::unchecked_into)
+}
+
+/// `new Request(input, init)` for any input and init, as fetch() builds
+/// one: whatever the constructor throws (a TypeError for a URL or an init
+/// it refuses, a getter's own exception) comes back as it was thrown.
+pub fn new_request(input: &JsValue, init: &JsValue) -> Result<web_sys::Request, JsValue> {
+    HostRequest::new(input, init).map(JsCast::unchecked_into)
 }
 
 /// Bytes from the host's CSPRNG (`crypto.getRandomValues`), drawn 256 at

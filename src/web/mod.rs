@@ -16,14 +16,18 @@ mod engine;
 mod errors;
 mod events;
 mod fetch;
+mod fetch_init;
 mod hedge;
+mod hooks;
 mod host;
+mod layer;
 mod options;
 mod probe;
 mod request;
 pub mod runtime;
 mod schema;
 mod storage;
+mod transport;
 mod validate;
 mod vecmap;
 

@@ -6,23 +6,25 @@
 //! naming the option; the rules on plain values are the policy core's
 //! (`policy::call_options`), this module only reads JS and builds.
 
+use std::rc::Rc;
+
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 
 use super::call::{Call, Mode, ResponseType, Target};
-use super::cancel::Cancel;
-use super::convert::Obj;
 use super::engine::Engine;
-use super::host::{instance_of, location_href, parse_url, prototype_of, uuid_v4};
+use super::fetch_init::{Fields, InitView};
+use super::host::{instance_of, location_href, new_request, parse_url, prototype_of, uuid_v4};
+use super::layer::Layer;
 use super::options::{
     pair_of, pairs, read_call, read_idempotency_key, read_signal, scalar, Reader,
 };
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
 use crate::policy::guard::Spec;
 use crate::policy::key;
-use crate::policy::options::{CallConfig, OptionsError};
+use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
 use crate::text::{cat, decimal, split_http_href};
 
 type Result<T> = std::result::Result<T, OptionsError>;
@@ -30,44 +32,98 @@ type Result<T> = std::result::Result<T, OptionsError>;
 /// A built call and the caller's signal, which the engine links.
 pub type Built = (Call, Option<AbortSignal>);
 
+/// Why `fetch()` refused its arguments: one of stormguard's own options,
+/// or what the host refused (the Request constructor's TypeError, a
+/// getter's exception), to reject with as it was thrown.
+pub enum Refused {
+    Options(OptionsError),
+    Host(JsValue),
+}
+
+impl From<OptionsError> for Refused {
+    fn from(e: OptionsError) -> Refused {
+        Refused::Options(e)
+    }
+}
+
 /// What the client adds to each call it builds.
 pub struct Builder {
     /// `baseUrl` as a JS string, passed to `new URL` as it is.
     base_url: Option<JsValue>,
     /// Its `headers` (an undefined value, `None`, is sent as none).
     headers: Vec<(String, Option<String>)>,
+    /// The client's FetchInit defaults.
+    defaults: Fields,
     /// Prefixes this client's request ids.
     tag: String,
+    /// The client's settings every call's options are merged over (a
+    /// derived client's own, the engine's for the root).
+    pub cfg: ClientConfig,
+    /// The client's place among derived clients, and its hooks, auth and
+    /// header functions.
+    pub layer: Rc<Layer>,
 }
 
 /// The options `request()` and `fetch()` share.
 struct Common {
     cfg: CallConfig,
-    signal: Option<AbortSignal>,
     idem: Option<String>,
     breaker_key: Option<String>,
+    /// The header names the call gives itself (lower case, one per line).
+    own: String,
 }
 
 impl Builder {
-    /// `baseUrl` and `headers` from the client's options.
-    pub fn read(r: &Reader) -> Result<Builder> {
+    /// `baseUrl`, `headers` and the FetchInit defaults from the client's
+    /// options.
+    pub fn read(r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
-            Some(b) => {
-                let url = Url::new(&b)
-                    .map_err(|_| OptionsError::new("baseUrl", "is not an absolute URL"))?;
-                if !url.username().is_empty() || !url.password().is_empty() {
-                    return Err(OptionsError::new("baseUrl", "must not contain credentials"));
-                }
-                Some(JsValue::from_str(&b))
-            }
+            Some(b) => Some(base_url(&b, &JsValue::UNDEFINED)?),
             None => None,
         };
-        let headers = r.string_record("headers")?;
-        check_headers(&headers, "headers")?;
+        let defaults = Fields::read(r)?;
+        Builder::checked(base_url, static_headers(r)?, defaults, cfg, layer)
+    }
+
+    /// A derived client's (`extend`): its `baseUrl` resolved against this
+    /// one's, its headers and FetchInit fields over these.
+    pub fn derive(&self, r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
+        let base_url = match r.string("baseUrl")? {
+            Some(b) => Some(base_url(
+                &b,
+                &self.base_url.clone().unwrap_or_else(location_href),
+            )?),
+            None => self.base_url.clone(),
+        };
+        let mut headers = self.headers.clone();
+        for (k, v) in static_headers(r)? {
+            headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&k));
+            headers.push((k, v));
+        }
+        let defaults = Fields::read(r)?.over(&self.defaults);
+        Builder::checked(base_url, headers, defaults, cfg, layer)
+    }
+
+    fn checked(
+        base_url: Option<JsValue>,
+        headers: Vec<(String, Option<String>)>,
+        defaults: Fields,
+        cfg: ClientConfig,
+        layer: Rc<Layer>,
+    ) -> Result<Builder> {
+        let somewhere = match &base_url {
+            Some(b) => b.clone(),
+            None => location_href(),
+        };
+        let somewhere = somewhere.as_string();
+        defaults.check(somewhere.as_deref().unwrap_or("http://localhost/"), "GET")?;
         Ok(Builder {
             base_url,
             headers,
+            defaults,
             tag: uuid_v4().chars().take(8).collect(),
+            cfg,
+            layer,
         })
     }
 
@@ -80,7 +136,9 @@ impl Builder {
         prefer_cache: bool,
     ) -> Result<Built> {
         let r = Reader::new(options, "options")?;
-        let common = self.common(engine, &r)?;
+        let mut common = self.common(&r)?;
+        let signal = read_signal(&r)?;
+        let fields = Fields::read(&r)?.over(&self.defaults);
         let method = call_options::method(r.string("method")?.as_deref())?;
         let response_type = ResponseType::parse(r.string("responseType")?.as_deref())?;
         let url = self.resolve_url(url)?;
@@ -88,6 +146,10 @@ impl Builder {
             set_query(&url, &q)?;
         }
         let call_headers = r.string_record("headers")?;
+        for (k, _) in &call_headers {
+            common.own.push_str(&k.to_ascii_lowercase());
+            common.own.push('\n');
+        }
         let has_headers =
             !(self.headers.is_empty() && call_headers.is_empty()) || common.idem.is_some();
         let body = r.value("body")?.filter(|b| !b.is_null());
@@ -98,8 +160,9 @@ impl Builder {
             None
         };
         let url = endpoint(&url)?;
-        let target = target(&url.0, &method, headers, body)?;
-        let (mut call, signal) = self.call(
+        fields.check(&url.0, &method)?;
+        let target = target(&url.0, &method, headers, body, &fields)?;
+        let mut call = self.call(
             engine,
             url,
             method,
@@ -108,11 +171,13 @@ impl Builder {
             common,
         )?;
         call.spec.prefer_cache = prefer_cache;
-        if engine.cfg.dedupe && call.named_by_url() {
+        if self.cfg.dedupe && call.named_by_url() {
             let headers = call.target.headers().filter(|_| has_headers);
+            let mut key = dedupe_key(&call, headers, response_type);
+            fields.describe(&mut key);
             call.mode = Mode::Request {
                 response_type,
-                share: Some(dedupe_key(&call, headers, response_type)),
+                share: Some(key),
             };
         }
         Ok((call, signal))
@@ -132,43 +197,53 @@ impl Builder {
         Ok(headers)
     }
 
-    /// `fetch(input, init)`.
-    pub fn fetch(&self, engine: &Engine, input: &JsValue, init: &JsValue) -> Result<Built> {
+    /// `fetch(input, init)`. The Request constructor reads `input` and
+    /// `init` (through [`InitView`]) and is the authority on them: what it
+    /// refuses is refused as it threw, before anything is sent. A relative
+    /// URL resolves against `baseUrl` when the client has one.
+    pub fn fetch(
+        &self,
+        engine: &Engine,
+        input: &JsValue,
+        init: &JsValue,
+    ) -> std::result::Result<Built, Refused> {
+        // An init that is no dictionary (a string, a number): the constructor's TypeError.
+        if !(init.is_undefined() || init.is_null() || init.is_object()) {
+            return Err(Refused::Host(
+                new_request(input, init).err().unwrap_or_default(),
+            ));
+        }
         let r = Reader::new(init, "init")?;
-        let mut common = self.common(engine, &r)?;
-        // The Request sees the caller's init minus the signal: each attempt
-        // gets its own, linked to the caller's. The Request constructor reads
-        // `init` itself, member by member, through a Proxy whose `get` trap
-        // is `Reflect.get(init, key)` (inherited members and getters, with
-        // `init` as their receiver, as the host's fetch reads them) except
-        // for `signal`. Never a copy: Object.assign or a spread would turn
-        // an own `__proto__` key (what JSON.parse makes of one) into the
-        // copy's prototype and smuggle its method, headers and body in, and
-        // would drop inherited members. The Proxy's target is an empty
-        // object, so a frozen `init` breaks no Proxy invariant.
-        // The trap must outlive the Request constructor below.
-        let view = init.is_object().then(|| init_view(init));
-        let plain: JsValue = match &view {
-            Some((proxy, _trap)) => proxy.clone(),
-            None => js_sys::Object::new().into(),
-        };
-        let plain: RequestInit = plain.unchecked_into();
-        let refused = |_| OptionsError::new("init", "was rejected by the Request constructor");
-        // The URL is checked (credentials refused by name) before the
-        // Request constructor, which would reject it with a vaguer error.
-        let (request, url) = if instance_of::<Request>(input) {
-            let req: &Request = input.unchecked_ref();
-            let parts = endpoint(&self.resolve_url(&req.url().into())?)?;
-            let request = Request::new_with_request_and_init(req, &plain).map_err(refused)?;
-            // A Request's own signal is the caller's unless init gives one.
-            common.signal = common.signal.or_else(|| Some(req.signal()));
-            (request, parts)
+        let mut common = self.common(&r)?;
+        let is_request = instance_of::<Request>(input);
+        let defaults = if is_request {
+            Fields::default()
         } else {
-            let parts = endpoint(&self.resolve_url(input)?)?;
-            let request = Request::new_with_str_and_init(&parts.0, &plain).map_err(refused)?;
-            (request, parts)
+            self.defaults.clone()
         };
+        let view =
+            (init.is_object() || !defaults.is_empty()).then(|| InitView::new(init, defaults));
+        let source = match &self.base_url {
+            Some(base) if !is_request => {
+                parse_url(input, base).map_err(Refused::Host)?.href().into()
+            }
+            _ => input.clone(),
+        };
+        let plain = view
+            .as_ref()
+            .map_or(JsValue::UNDEFINED, |v| v.proxy.clone());
+        let request = new_request(&source, &plain).map_err(Refused::Host)?;
+        // The caller's signal: init's (null: none), else the input Request's.
+        let signal = match view.as_ref().and_then(InitView::signal) {
+            Some(given) => given,
+            None if is_request => Some(input.unchecked_ref::<Request>().signal()),
+            None => None,
+        };
+        let url = parse_url(&request.url().into(), &JsValue::UNDEFINED)
+            .map_err(|_| OptionsError::new("url", "is not a valid URL"))?;
+        let url = endpoint(&url)?;
         let headers = request.headers();
+        common.own = header_names(&headers);
         for (k, v) in &self.headers {
             if let (Some(v), false) = (v, headers.has(k).unwrap_or(true)) {
                 let _ = headers.set(k, v);
@@ -177,16 +252,17 @@ impl Builder {
         // fetch() upper-cases only the six standard methods; the breaker key
         // and retry.methods see 'patch' as 'PATCH' too.
         let method = request.method().to_ascii_uppercase();
-        self.call(
+        let call = self.call(
             engine,
             url,
             method,
             Target::request(request),
             Mode::Fetch {
-                body_signal: common.signal.clone(),
+                body_signal: signal.clone(),
             },
             common,
-        )
+        )?;
+        Ok((call, signal))
     }
 
     /// Resolves `input` (string or URL) against baseUrl or the page
@@ -202,10 +278,9 @@ impl Builder {
         parse_url(input, &base).map_err(|_| OptionsError::new("url", "is not a valid URL"))
     }
 
-    fn common(&self, engine: &Engine, r: &Reader) -> Result<Common> {
+    fn common(&self, r: &Reader) -> Result<Common> {
         let raw = read_call(r)?;
-        let cfg = CallConfig::resolve(&engine.cfg, &raw)?;
-        let signal = read_signal(r)?;
+        let cfg = CallConfig::resolve(&self.cfg, &raw)?;
         let idem = call_options::idempotency_key(read_idempotency_key(r)?)?.map(|k| match k {
             IdemKey::Random => uuid_v4(),
             IdemKey::Given(s) => s,
@@ -213,9 +288,9 @@ impl Builder {
         let breaker_key = r.string("breakerKey")?;
         Ok(Common {
             cfg,
-            signal,
             idem,
             breaker_key,
+            own: String::new(),
         })
     }
 
@@ -229,7 +304,7 @@ impl Builder {
         target: Target,
         mode: Mode,
         common: Common,
-    ) -> Result<Built> {
+    ) -> Result<Call> {
         let headers = target.headers();
         if let Some(k) = &common.idem {
             // A no-cors Request drops the header without a word: a POST
@@ -262,47 +337,52 @@ impl Builder {
                 .breaker_key
                 .unwrap_or_else(|| cat(&[&method, " ", &endpoint])),
         );
-        let call = Call {
-            request_id: cat(&[&self.tag, "-", &decimal(engine.next_id())]),
-            url: href,
-            spec: Spec {
-                key: breaker_key,
-                method,
-                has_key,
-                cfg: common.cfg,
-                prefer_cache: false,
-            },
-            target,
-            mode,
-            cancel: Cancel::default(),
+        let spec = Spec {
+            key: breaker_key,
+            method,
+            has_key,
+            cfg: common.cfg,
+            prefer_cache: false,
         };
-        Ok((call, common.signal))
+        let request_id = cat(&[&self.tag, "-", &decimal(engine.next_id())]);
+        let layer = self.layer.clone();
+        Ok(Call::new(
+            request_id, href, spec, target, mode, layer, common.own,
+        ))
     }
 }
 
-/// What every attempt of a `request()` sends. fetch() converts an init's
-/// headers through the iterator protocol, so a call with none builds and
-/// passes none (and GET, the default method, as such).
+/// What every attempt of a `request()` sends, FetchInit fields included.
+/// fetch() converts an init's headers through the iterator protocol, so a
+/// call with none builds and passes none (and GET, the default method, as
+/// such).
 fn target(
     href: &str,
     method: &str,
     headers: Option<Headers>,
     body: Option<JsValue>,
+    fields: &Fields,
 ) -> Result<Target> {
     let init = RequestInit::new();
     if method != "GET" {
         init.set_method(method);
     }
+    fields.apply(&init);
     if let Some(h) = &headers {
         init.set_headers(h);
     }
     match (body, headers) {
         // Nothing to validate that the checks before have not: fetch(url, init).
-        (None, headers) => Ok(Target::Url {
+        (None, headers) if fields.is_empty() => Ok(Target::Url {
             url: JsValue::from_str(href),
             init,
             headers,
         }),
+        // A Request, whose headers follow its mode (no-cors refuses an
+        // Idempotency-Key, which a bare init would drop without a word).
+        (None, _) => Request::new_with_str_and_init(href, &init)
+            .map(Target::request)
+            .map_err(|_| OptionsError::new("headers", "cannot be sent with this request")),
         (Some(body), headers) => {
             // Always built for a body (encode_body may set its type).
             let headers = match headers {
@@ -320,27 +400,6 @@ fn target(
             Ok(Target::request(request))
         }
     }
-}
-
-/// The trap that reads `init` for the Request constructor.
-type InitTrap = Closure<dyn Fn(JsValue, JsValue) -> std::result::Result<JsValue, JsValue>>;
-
-/// A Proxy over `init` whose every read is `Reflect.get(init, key)`, but
-/// `signal` reads as undefined (see `prepare_fetch`).
-fn init_view(init: &JsValue) -> (JsValue, InitTrap) {
-    let signal_key = JsValue::from_str("signal");
-    let source = init.clone();
-    let trap = InitTrap::new(move |_target: JsValue, key: JsValue| {
-        if key == signal_key {
-            Ok(JsValue::UNDEFINED)
-        } else {
-            js_sys::Reflect::get(&source, &key)
-        }
-    });
-    let handler = Obj::new();
-    handler.set("get", trap.as_ref().clone());
-    let proxy = js_sys::Proxy::new(&js_sys::Object::new(), &handler.0);
-    (proxy.into(), trap)
 }
 
 /// The URL's href and its endpoint (origin and path: what the default
@@ -383,7 +442,19 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
     } else {
         "waits"
     };
-    let mut key = cat(&[&call.spec.method, " ", rt.name(), " ", waits, " ", sent]);
+    // One client's calls only: another's hooks and auth send other requests.
+    let client = decimal(u64::from(call.layer().id()));
+    let mut key = cat(&[
+        &client,
+        " ",
+        &call.spec.method,
+        " ",
+        rt.name(),
+        " ",
+        waits,
+        " ",
+        sent,
+    ]);
     if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
         for pair in entries.flatten() {
             let pair: Array = pair.unchecked_into();
@@ -394,6 +465,41 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
         }
     }
     key
+}
+
+/// `baseUrl`, an absolute URL (or one relative to `parent`, a derived
+/// client's parent's) without credentials, as a JS string.
+fn base_url(given: &str, parent: &JsValue) -> Result<JsValue> {
+    let url = parse_url(&JsValue::from_str(given), parent)
+        .map_err(|_| OptionsError::new("baseUrl", "is not an absolute URL"))?;
+    if !url.username().is_empty() || !url.password().is_empty() {
+        return Err(OptionsError::new("baseUrl", "must not contain credentials"));
+    }
+    Ok(JsValue::from(url.href()))
+}
+
+/// The client's `headers` when not a function (a function runs before
+/// every attempt, in the wrapper's `Io`).
+fn static_headers(r: &Reader) -> Result<Vec<(String, Option<String>)>> {
+    if r.value("headers")?.is_some_and(|v| v.is_function()) {
+        return Ok(Vec::new());
+    }
+    let headers = r.string_record("headers")?;
+    check_headers(&headers, "headers")?;
+    Ok(headers)
+}
+
+/// The (lower-case) names a `Headers` holds, one per line.
+fn header_names(headers: &Headers) -> String {
+    let mut names = String::new();
+    if let Ok(Some(entries)) = js_sys::try_iter(headers) {
+        for pair in entries.flatten() {
+            let name = pair.unchecked_into::<Array>().get(0).as_string();
+            names.push_str(&name.unwrap_or_default());
+            names.push('\n');
+        }
+    }
+    names
 }
 
 fn check_headers(headers: &[(String, Option<String>)], option: &str) -> Result<()> {

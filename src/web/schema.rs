@@ -24,6 +24,9 @@
 //! would be served to the next. And the default key is the URL plus the
 //! call's own headers, so calls that differ in a header
 //! (`Accept-Language`, a tenant) never share a copy.
+//! A client with `auth`, a header function or a `beforeRequest` hook may
+//! add credentials to every attempt: its calls, too, use no cache without
+//! a `cacheKey`.
 
 use std::rc::Rc;
 
@@ -73,7 +76,12 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
     // another body's call: only GET and HEAD get a default key.
     let key = match cache_key {
         Some(k) => Some(k),
-        None if call.target.credentials().carried() || !call.named_by_url() => None,
+        None if call.target.credentials().carried()
+            || call.layer().may_authorize()
+            || !call.named_by_url() =>
+        {
+            None
+        }
         None => Some(default_key(&call.url, &r.string_record("headers")?)),
     };
     Ok(SchemaOptions {

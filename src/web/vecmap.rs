@@ -38,6 +38,10 @@ impl<K: Ord, V> VecMap<K, V> {
         Some(self.0.remove(i).1)
     }
 
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
     /// Empties the map, returning its values in key order.
     pub fn take_values(&mut self) -> Vec<V> {
         std::mem::take(&mut self.0)

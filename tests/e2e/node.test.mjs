@@ -258,3 +258,44 @@ test('stats(), breakers() and events: exact keys in order, numbers (never BigInt
   assert.equal(seen.attempt[0].attempt, 1);
   client.close();
 });
+
+test('auth on a server: a derived client per user, the token read per attempt, one refresh per user on 401', async () => {
+  const api = await createClient({ baseUrl: `${server.url}/`, retry: false });
+  const sessions = { alice: 'a-old', bob: 'b-1' };
+  const refreshed = { alice: 0, bob: 0 };
+  const forUser = (user) => api.extend({
+    auth: {
+      token: async () => sessions[user],
+      refresh: async () => {
+        refreshed[user]++;
+        await new Promise((r) => setTimeout(r, 50));
+        sessions[user] = `${user[0]}-new`;
+      },
+    },
+  });
+  const alice = forUser('alice');
+  const bob = forUser('bob');
+  const [a1, a2, b] = await Promise.all([
+    alice.request('auth?accept=a-new&delay=50&id=node-auth&n=1'),
+    alice.request('auth?accept=a-new&delay=50&id=node-auth&n=2'),
+    bob.request('auth?accept=b-1&id=node-auth-bob'),
+  ]);
+  assert.deepEqual([a1.token, a2.token, b.token], ['a-new', 'a-new', 'b-1']);
+  assert.deepEqual(refreshed, { alice: 1, bob: 0 }, "one refresh for alice's two 401s, none for bob");
+  assert.equal((await log('node-auth')).length, 4);
+  assert.equal(api.stats().retries, 0, 'a replay is no retry');
+  // A refresh that throws: the 401, with what it threw as cause.
+  const broken = api.extend({ auth: { token: () => 'x', refresh: () => { throw new Error('no session'); } } });
+  await assert.rejects(broken.request('auth?accept=y&id=node-auth-broken'), (e) => {
+    assert.ok(e instanceof HttpError);
+    assert.equal(e.status, 401);
+    assert.equal(e.cause?.message, 'no session');
+    return true;
+  });
+  // A token that rejects: OptionsError('auth'), nothing sent.
+  const vault = api.extend({ auth: { token: () => Promise.reject(new Error('vault')) } });
+  await assert.rejects(vault.request('auth?accept=y&id=node-auth-vault'), (e) => e.name === 'OptionsError' && e.option === 'auth');
+  assert.equal((await log('node-auth-vault')).length, 0);
+  assert.equal(api.stats().inFlight, 0);
+  api.close();
+});

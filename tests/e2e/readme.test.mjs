@@ -110,6 +110,8 @@ const DERIVED = {
 const JS_ONLY = {
   baseUrl: { code: 'location.href' }, headers: { words: 'none' }, gatewayTimeoutMs: { words: 'unset' },
   wasm: { words: 'the file beside the package' }, // read by the JS loader (pkg-template/core.js), not the engine
+  fetch: { words: 'the global fetch at each attempt' },
+  auth: { words: 'none' }, hooks: { words: 'none' }, // functions, kept by the client's wrapper (core.js Io)
 };
 
 test('every default in the README table equals the Rust Default impls', (t) => {
@@ -210,6 +212,15 @@ test("API.md's ClientOptions and their stated defaults are all in the README tab
   t.diagnostic(`${expected.size} API.md options found in the README, ${compared} stated defaults compared`);
   // Options added by later issues (breaker.mode, breaker.k) may be in the README before API.md;
   // the TypeScript test above keeps the README from listing options the package does not have.
+});
+
+test("the FetchInit table names exactly the fields of index.d.ts's and API.md's FetchInit, each fetch's default", () => {
+  const rows = table("### fetch's own options (FetchInit)");
+  assert.deepEqual(rows.map((r) => r.option).sort(), dtsProps('FetchInit').sort());
+  if (api) assert.deepEqual(rows.map((r) => r.option).sort(), apiProps('FetchInit').map((p) => p.name).sort());
+  for (const r of rows) assert.match(r.cells[2], /^fetch's/, `${r.option}: fetch's own default`);
+  assert.match(dts, /export interface ClientOptions extends FetchInit \{/);
+  assert.match(dts, /export interface RequestOptions extends CallOptions, FetchInit \{/);
 });
 
 test('the per-call table names every option of CallOptions, RequestOptions and SchemaOptions', () => {

@@ -28,7 +28,7 @@ const CAPACITY_DEFAULTS = Object.freeze({
 
 const ENDPOINTS = new Set([
   '/echo', '/delay', '/tail', '/hang', '/fail-first', '/slow-first', '/reset', '/reset-mid', '/drop', '/body', '/json',
-  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity', '/ratelimit',
+  '/invalid-json', '/headers-huge', '/redirect-loop', '/truncated', '/capacity', '/ratelimit', '/auth', '/cookie',
 ]);
 
 // The rate-limit field spellings /ratelimit can answer with.
@@ -470,6 +470,19 @@ export async function startServer({
         });
       }
 
+      case '/cookie': {
+        // The test's own cookie, for credentials tests: `set=NAME=VALUE` sets it
+        // (SameSite=Lax: sent to another port of this host, a same-site but
+        // cross-origin request, only with credentials 'include'), `clear=NAME`
+        // expires it; the answer shows the Cookie the request carried.
+        const set = typeof query.set === 'string' && /^[\w-]+=[\w-]*$/.test(query.set) ? query.set : null;
+        const clear = typeof query.clear === 'string' && /^[\w-]+$/.test(query.clear) ? query.clear : null;
+        const cookies = [];
+        if (set) cookies.push(`${set}; Path=/; SameSite=Lax`);
+        if (clear) cookies.push(`${clear}=; Path=/; SameSite=Lax; Max-Age=0`);
+        return sendJson(ctx, 200, { cookie: req.headers.cookie ?? null }, cookies.length ? { 'Set-Cookie': cookies } : {});
+      }
+
       case '/delay': {
         let ms;
         if (query.ms !== undefined) ms = numParam(query.ms, 0, 0, MAX_DELAY_MS);
@@ -488,6 +501,20 @@ export async function startServer({
       case '/hang':
         // Never answers; the entry gets closedAt when the client goes away. No timer is involved.
         return;
+
+      case '/auth': {
+        // A bearer-token check: 200 when Authorization is `<scheme> <token>` with a token in `accept`
+        // (comma-separated), else 401. `delay` waits first (so concurrent calls all hold the old token).
+        if (!(await ctx.sleep(numParam(query.delay, 0, 0, MAX_DELAY_MS)))) return;
+        const scheme = query.scheme ?? 'Bearer';
+        const accept = String(query.accept ?? '').split(',').filter(Boolean);
+        const given = req.headers.authorization ?? '';
+        const token = given.startsWith(`${scheme} `) ? given.slice(scheme.length + 1) : null;
+        if (token !== null && accept.includes(token)) {
+          return sendJson(ctx, 200, { ok: true, token, method: req.method, body: ctx.body.text });
+        }
+        return sendJson(ctx, 401, { ok: false, given: given === '' ? null : given }, { 'WWW-Authenticate': scheme });
+      }
 
       case '/fail-first': {
         const n = intParam(query.n, 1, 0);

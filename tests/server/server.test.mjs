@@ -66,6 +66,23 @@ test('startServer returns url, port, urls; listens on loopback only', async () =
   await assert.rejects(startServer({ host: '0.0.0.0' }), /non-loopback/);
 });
 
+test('/cookie sets and clears the test cookie (SameSite=Lax) and shows the Cookie it got; CORS allows credentials', async () => {
+  const id = newId('cookie');
+  let r = await fetch(`${base}/cookie?id=${id}&set=sg-test=v1`, { headers: { origin: 'http://127.0.0.1:1' } });
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.headers.getSetCookie(), ['sg-test=v1; Path=/; SameSite=Lax']);
+  assert.equal(r.headers.get('access-control-allow-origin'), 'http://127.0.0.1:1');
+  assert.equal(r.headers.get('access-control-allow-credentials'), 'true');
+  assert.deepEqual(await r.json(), { cookie: null });
+  r = await fetch(`${base}/cookie?id=${id}&clear=sg-test`, { headers: { cookie: 'sg-test=v1; other=2' } });
+  assert.deepEqual(r.headers.getSetCookie(), ['sg-test=; Path=/; SameSite=Lax; Max-Age=0']);
+  assert.deepEqual(await r.json(), { cookie: 'sg-test=v1; other=2' });
+  // Anything but NAME=VALUE of word characters sets nothing.
+  r = await fetch(`${base}/cookie?id=${id}&set=${encodeURIComponent('a=b; Domain=evil')}&clear=${encodeURIComponent('x;y')}`);
+  assert.deepEqual(r.headers.getSetCookie(), []);
+  assert.equal((await log(id)).length, 3);
+});
+
 test('/echo returns method, path, query, headers (auth/cookie redacted), body, idempotencyKey', async () => {
   const id = newId('echo');
   const r = await fetch(`${base}/echo?id=${id}&a=1`, {

@@ -89,6 +89,20 @@ export async function options(): Promise<void> {
   // @ts-expect-error breaker: true is not an option
   await createClient({ breaker: true });
 
+  // FetchInit (issue 24): client defaults and the transport.
+  await createClient({
+    credentials: 'include', mode: 'cors', cache: 'no-store', redirect: 'follow', referrer: '',
+    referrerPolicy: 'no-referrer', integrity: '', keepalive: false, priority: 'high',
+  });
+  await createClient({ fetch: globalThis.fetch });
+  await createClient({ fetch: (request: Request) => fetch(request) });
+  // @ts-expect-error an unknown credentials mode
+  await createClient({ credentials: 'always' });
+  // @ts-expect-error the transport is a function
+  await createClient({ fetch: 'fetch' });
+  // @ts-expect-error keepalive is a boolean
+  await createClient({ keepalive: 'yes' });
+
   const retry: RetryOptions = { maxAttempts: 1 };
   void retry;
 }
@@ -108,6 +122,16 @@ export async function calls(client: Client): Promise<void> {
     retry: false, breakerKey: 'orders', signal: new AbortController().signal,
   });
   await client.request('/x', { idempotencyKey: 'order-1', retry: { maxAttempts: 5 } });
+  // Every FetchInit field, sent as fetch sends it (issue 24).
+  await client.request('https://api.example.org/me', {
+    credentials: 'include', mode: 'cors', cache: 'reload', redirect: 'error', referrer: 'about:client',
+    referrerPolicy: 'origin', integrity: 'sha256-x', keepalive: true, priority: 'low',
+  });
+  await client.schema('/layout.json', { credentials: 'omit', referrerPolicy: 'no-referrer' });
+  // @ts-expect-error an unknown priority
+  await client.request('/x', { priority: 'urgent' });
+  // @ts-expect-error an unknown redirect mode
+  await client.schema('/x', { redirect: 'ignore' });
   // @ts-expect-error idempotencyKey is a string or true
   await client.request('/x', { idempotencyKey: false });
   // @ts-expect-error an unknown responseType
@@ -332,4 +356,51 @@ export async function validation(client: Client): Promise<void> {
       void issues?.[0]?.message;
     }
   }
+}
+
+// Issue 25: header functions, auth, hooks and derived clients.
+export async function everyday(): Promise<void> {
+  let token: string | null = 'abc';
+  const api = await createClient({
+    baseUrl: 'https://api.example.com/',
+    headers: async () => ({ 'x-tenant': 't1' }),
+    auth: {
+      token: () => token,
+      scheme: 'Bearer',
+      refresh: async () => {
+        token = 'def';
+      },
+    },
+    hooks: {
+      beforeRequest: [
+        (request, info) => {
+          request.headers.set('x-attempt', String(info.attempt));
+        },
+        async (request) => new Request(request, { headers: { 'x-signed': '1' } }),
+      ],
+      afterResponse: (_request, response) => (response.status === 204 ? new Response('{}') : undefined),
+      beforeRetry: ({ error, delayMs, attempt }) => {
+        expectType<typeof error, AnyStormguardError>(true);
+        return !(error instanceof HttpError && error.status === 409) && delayMs < 5000 && attempt < 3;
+      },
+      beforeError: (error) => (error instanceof HttpError ? new TimeoutError('wrapped', { phase: 'attempt' }) : error),
+    },
+  });
+  await createClient({ headers: () => new Headers({ a: 'b' }) });
+  await createClient({ auth: { token: async () => undefined } });
+  const users: Client = api.extend({ baseUrl: 'users/', headers: { 'x-module': 'users' }, timeoutMs: 3000 });
+  await users.request<User>('42');
+  users.close();
+  // @ts-expect-error auth needs a token function
+  await createClient({ auth: { scheme: 'Token' } });
+  // @ts-expect-error a header function returns headers
+  await createClient({ headers: () => 42 });
+  // @ts-expect-error beforeRequest returns a Request or nothing
+  await createClient({ hooks: { beforeRequest: () => 'x' } });
+  // @ts-expect-error beforeError returns a StormguardError
+  await createClient({ hooks: { beforeError: () => new Error('plain') } });
+  // @ts-expect-error not a hook of ky's
+  await createClient({ hooks: { afterRequest: () => undefined } });
+  const denied: import('stormguard').RetryDenied = 'hook';
+  void denied;
 }

@@ -13,7 +13,7 @@ impl Guard {
         match end {
             Ended::Status { status, .. } => !self.failure_statuses.contains(status),
             Ended::Network { .. } | Ended::Timeout => false,
-            Ended::Success | Ended::Parse | Ended::Cancelled => true,
+            Ended::Success | Ended::Parse | Ended::Cancelled | Ended::Hook { .. } => true,
         }
     }
 
@@ -72,6 +72,7 @@ impl Guard {
         epoch: f64,
         rand01: f64,
     ) -> Verdict {
+        c.granted_at = None;
         if end.answered() {
             self.observe_quota(c, quota, now);
         }
@@ -83,6 +84,14 @@ impl Guard {
             }
             Ended::Cancelled => {
                 self.record(key, permit, Sample::Ignored, now);
+                return Verdict::End;
+            }
+            Ended::Hook { sent } => {
+                self.record(key, permit, Sample::Ignored, now);
+                if !sent {
+                    c.attempts = c.attempts.saturating_sub(1);
+                    self.stats.attempts = self.stats.attempts.saturating_sub(1);
+                }
                 return Verdict::End;
             }
             Ended::Timeout => {
@@ -108,7 +117,7 @@ impl Guard {
         self.record(key, permit, s, now);
         let input = RetryInput {
             outcome,
-            attempts_made: c.attempts,
+            attempts_made: c.attempts.saturating_sub(c.replays),
             method: &c.spec.method,
             has_idempotency_key: c.spec.has_key,
             retry_after_ms,
@@ -121,6 +130,7 @@ impl Guard {
             },
             Ok(delay_ms) => {
                 self.stats.retries += 1;
+                c.granted_at = Some(now);
                 Verdict::Retry { delay_ms }
             }
             Err(denied) => Verdict::Fail { denied },
@@ -156,6 +166,47 @@ impl Guard {
             self.hold(c, w.min(self.hold_cap), now);
         }
         wait.filter(|_| c.retry.retry_after)
+    }
+
+    /// Before [`Guard::settle`], for a 401 to an attempt that carried an
+    /// auth token when the client can refresh it: may the call be sent once
+    /// more, with the token read again? Once per call, within its deadline
+    /// (`false`: settle the 401 as any answer). The 401 is no breaker sample
+    /// (refused credentials say nothing of the server's health), and the
+    /// replay is no retry: it spends no budget and no `maxAttempts`, and
+    /// any method may be replayed (a 401 means the server did not act).
+    /// It goes through admission again (step 2): an open breaker, a hold
+    /// and the concurrency limit still apply to it.
+    pub fn replay(
+        &mut self,
+        c: &mut CallState,
+        permit: Option<Permit>,
+        quota: Option<&Quota>,
+        now: f64,
+    ) -> bool {
+        if c.replays > 0 || c.deadline.expired(now) {
+            return false;
+        }
+        self.observe_quota(c, quota, now);
+        self.record(&c.spec.key, permit, Sample::Ignored, now);
+        c.replays += 1;
+        true
+    }
+
+    /// After [`Verdict::Retry`], a `beforeRetry` hook said no: the retry is
+    /// not made (not counted, its budget given back) and the call fails
+    /// with the attempt's error. A hook can only take a retry away: it is
+    /// asked only once the policy has granted one.
+    pub fn veto_retry(&mut self, c: &mut CallState) -> Verdict {
+        if let Some(at) = c.granted_at.take() {
+            self.stats.retries = self.stats.retries.saturating_sub(1);
+            if let Some(b) = self.budget.as_mut() {
+                b.give_back(at);
+            }
+        }
+        Verdict::Fail {
+            denied: RetryDenied::Hook,
+        }
     }
 
     /// A call ended in failure.

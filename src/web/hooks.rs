@@ -1,0 +1,82 @@
+//! A client's hooks, auth and header functions as the engine calls them:
+//! the `Io` object of the package's JS wrapper (`pkg-template/core.js`),
+//! which reads and checks those options, calls the user's functions and
+//! keeps the auth refresh shared by a client and its derived clients.
+//!
+//! Why the functions are called in JS: they, their arguments (a `Request`,
+//! a `Response`, an error instance) and what they return all live there,
+//! and there the loops and checks are small: written in Rust they added
+//! 7.7 KB gzip to the shipped package, here 2.5 (0.8 of it in wasm; each
+//! measured by building without it, issue 25). What they may change is decided
+//! here and in the policy core, at fixed points of the call loop: each
+//! attempt's Request (`fetch.rs`), its Response (`afterResponse`), a retry
+//! (`beforeRetry` false: `Guard::veto_retry`) and a 401 (`Guard::replay`,
+//! then the shared refresh). Each promise is awaited within the attempt's
+//! time or the deadline and until the call is aborted; one that rejects
+//! ends the call with what it rejected with (an `OptionsError` naming
+//! `hooks`, `headers` or `auth`, `cause` what the user's function threw).
+
+use js_sys::Promise;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Io` of `pkg-template/core.js`. Its methods are async functions:
+    /// they return a promise and never throw.
+    pub type Io;
+    #[wasm_bindgen(method, getter)]
+    pub fn flags(this: &Io) -> u32;
+    /// `[request, seen]`: the attempt's Request and the refreshes finished
+    /// when the token it carries was read (undefined: no token of the
+    /// client's).
+    #[wasm_bindgen(method)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare(
+        this: &Io,
+        input: &JsValue,
+        init: &JsValue,
+        own: &str,
+        request_id: &str,
+        attempt: u32,
+        method: &str,
+        url: &str,
+    ) -> Promise;
+    /// The Response to use (`afterResponse`).
+    #[wasm_bindgen(method)]
+    pub fn after(
+        this: &Io,
+        request: &JsValue,
+        response: &JsValue,
+        request_id: &str,
+        attempt: u32,
+        method: &str,
+        url: &str,
+    ) -> Promise;
+    /// `false`: a `beforeRetry` hook stops the retry.
+    #[wasm_bindgen(method)]
+    pub fn retry(
+        this: &Io,
+        error: &JsValue,
+        delay_ms: f64,
+        request_id: &str,
+        attempt: u32,
+        method: &str,
+        url: &str,
+    ) -> Promise;
+    /// Resolves when a refresh has finished after the one `seen` counted;
+    /// rejects with what the refresh threw.
+    #[wasm_bindgen(method)]
+    pub fn refreshed(this: &Io, seen: f64) -> Promise;
+}
+
+/// What a client's `Io` asks of the engine (its `flags`, read once).
+pub mod flag {
+    /// Each attempt sends a Request of its own (header functions, a token,
+    /// beforeRequest or afterResponse hooks).
+    pub const PER_ATTEMPT: u32 = 1;
+    pub const BEFORE_RETRY: u32 = 2;
+    /// A 401 to an attempt that carried the token is replayed after a refresh.
+    pub const REFRESH: u32 = 4;
+    /// Attempts may carry credentials the call's own headers do not show.
+    pub const MAY_AUTHORIZE: u32 = 8;
+}

@@ -1,0 +1,83 @@
+//! Where an attempt goes: the client's `fetch` option, called with one
+//! `Request` per attempt (as ky calls its `fetch`), else the global `fetch`
+//! as it is at that attempt (so a test's mock installed later is used).
+//!
+//! A client installed as the global fetch (`globalThis.fetch =
+//! client.fetch`, or a wrapper, sync or async, that passes its arguments
+//! on) must not send through itself: every attempt's init and `Request` is
+//! marked in a realm-wide `WeakSet`, and a `client.fetch()` called with a
+//! marked argument is an attempt coming back. It goes to the global fetch
+//! as it was when that client was created, so one `fetch('/x')` is one
+//! request on the wire. Tested in `tests/e2e/fetch-native.test.mjs`.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::host::{current_fetch, fetch_later, new_request};
+use super::options::Reader;
+use crate::policy::options::OptionsError;
+
+thread_local! {
+    /// The inits and Requests of attempts in this realm, by every client.
+    static SENT: js_sys::WeakSet = js_sys::WeakSet::new();
+}
+
+fn mark(v: &JsValue) {
+    if v.is_object() {
+        SENT.with(|s| s.add(v.unchecked_ref()));
+    }
+}
+
+fn is_marked(v: &JsValue) -> bool {
+    v.is_object() && SENT.with(|s| s.has(v.unchecked_ref()))
+}
+
+/// A client's way to the network.
+pub struct Transport {
+    /// The `fetch` option.
+    custom: Option<js_sys::Function>,
+    /// The global fetch when the client was created (or what reading it threw).
+    original: Result<JsValue, JsValue>,
+}
+
+impl Transport {
+    /// The `fetch` client option (a function, or absent).
+    pub fn read(r: &Reader) -> Result<Transport, OptionsError> {
+        let custom = match r.value("fetch")? {
+            None => None,
+            Some(f) => Some(
+                f.dyn_into()
+                    .map_err(|_| OptionsError::new("fetch", "must be a function"))?,
+            ),
+        };
+        Ok(Transport {
+            custom,
+            original: current_fetch(),
+        })
+    }
+
+    /// Sends one attempt: `fetch(input, init)`, or the `fetch` option
+    /// called with `new Request(input, init)`.
+    pub fn send(&self, input: &JsValue, init: &JsValue) -> js_sys::Promise {
+        mark(init);
+        let Some(f) = &self.custom else {
+            mark(input);
+            return fetch_later(current_fetch(), input, init);
+        };
+        match new_request(input, init) {
+            Ok(request) => {
+                mark(&request);
+                fetch_later(Ok(f.clone().into()), &request, &JsValue::UNDEFINED)
+            }
+            Err(e) => js_sys::Promise::reject(&e),
+        }
+    }
+
+    /// For `client.fetch(input, init)`: when its arguments are an attempt's
+    /// (of any client in this realm) come back, the promise of the global
+    /// fetch as it was when this client was created, called with them.
+    pub fn returned(&self, input: &JsValue, init: &JsValue) -> Option<js_sys::Promise> {
+        (is_marked(init) || is_marked(input))
+            .then(|| fetch_later(self.original.clone(), input, init))
+    }
+}

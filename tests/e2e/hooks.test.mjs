@@ -1,0 +1,458 @@
+// The everyday client in a real browser (issue 25, items 1-3), against the
+// fault server on another origin: header functions and `auth` (a token per
+// attempt, one refresh shared by concurrent 401s, the replay that is no
+// retry), ky's four hooks, and derived clients (`extend`) sharing one
+// engine. Bad input (a hook that throws, a token that rejects) ends with the
+// typed error, sends nothing and leaks no slot.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchChromium, startServers, watchErrors } from './browser.mjs';
+
+let servers, browser, page, errors;
+before(async () => {
+  servers = await startServers();
+  browser = await launchChromium();
+  page = await browser.newPage();
+  errors = watchErrors(page);
+  await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+  await page.waitForFunction(() => window.ready === true);
+  await page.evaluate((fault) => {
+    window.fault = fault;
+    window.sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    /** The outcome of a call as plain data. */
+    window.outcome = (p) =>
+      p.then(
+        (value) => ({ ok: true, value }),
+        (e) => ({
+          ok: false, name: e?.name, option: e?.option, status: e?.status, retryDenied: e?.retryDenied,
+          attempts: e?.attempts, cause: e?.cause === undefined ? undefined : String(e.cause?.message ?? e.cause),
+          message: e?.message, classed: window.stormguard.isStormguardError(e),
+        }),
+      );
+  }, servers.fault);
+});
+after(async () => {
+  await browser?.close();
+  await servers?.close();
+});
+
+const log = async (id) => (await (await fetch(`${servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
+
+test('headers as a function and auth.token run before every attempt: a retry carries the current token', async () => {
+  const r = await page.evaluate(async () => {
+    let n = 0;
+    let calls = 0;
+    const client = await window.stormguard.createClient({
+      headers: () => ({ 'x-attempt-header': String(++calls) }),
+      auth: { token: async () => `tok-${++n}` },
+      retry: { statuses: [401], baseDelayMs: 1, maxAttempts: 3 },
+      breaker: false,
+    });
+    // tok-1 is refused (401, retried here only because statuses says so), tok-2 accepted.
+    const first = await window.outcome(client.request(`${window.fault}/auth?accept=tok-2&id=h-token`));
+    const echoed = await client.request(`${window.fault}/echo?id=h-echo`);
+    return { first, n, calls, header: echoed.headers['x-attempt-header'], auth: echoed.headers.authorization, stats: client.stats() };
+  });
+  assert.equal(r.first.ok, true, JSON.stringify(r.first));
+  assert.equal(r.first.value.token, 'tok-2', 'the retry read the token again');
+  assert.equal(r.n, 3);
+  assert.equal(r.calls, 3, 'the header function ran before each of the three attempts');
+  assert.equal(r.header, '3');
+  assert.equal(r.auth, '<redacted>', 'an Authorization header was sent');
+  assert.equal(r.stats.inFlight, 0);
+});
+
+test('header functions and the token do not split dedupe identity; a call\'s own headers win over them', async () => {
+  const r = await page.evaluate(async () => {
+    let n = 0;
+    const client = await window.stormguard.createClient({
+      headers: () => ({ 'x-n': String(++n), 'x-mine': 'client' }),
+      auth: { token: () => 'client-token' },
+    });
+    const url = `${window.fault}/delay?ms=150&id=h-dedupe`;
+    const [a, b] = await Promise.all([client.request(url), client.request(url)]);
+    const own = await client.request(`${window.fault}/auth?accept=mine&id=h-own`, { headers: { Authorization: 'Bearer mine' } });
+    const mine = await client.request(`${window.fault}/echo?id=h-own`, { headers: { 'X-Mine': 'call' } });
+    return { same: a.ok && b.ok, deduped: client.stats().deduped, own: own.token, header: mine.headers['x-mine'] };
+  });
+  assert.equal(r.same, true);
+  assert.equal(r.deduped, 1, 'the second call joined the first');
+  assert.equal((await log('h-dedupe')).length, 1, 'one request on the wire');
+  assert.equal(r.own, 'mine', "the call's own Authorization wins over auth.token");
+  assert.equal(r.header, 'call', "the call's own header wins over the header function's");
+});
+
+test('a token function that rejects or a header function that throws: OptionsError with cause, nothing sent, no sample, no slot held', async () => {
+  const r = await page.evaluate(async () => {
+    const auth = await window.stormguard.createClient({
+      auth: { token: () => Promise.reject(new Error('vault down')) }, concurrency: { max: 1, queue: 5 },
+    });
+    const headers = await window.stormguard.createClient({
+      headers: () => { throw new Error('no headers today'); }, concurrency: { max: 1, queue: 5 },
+    });
+    const bad = await window.stormguard.createClient({ auth: { token: () => 42 } });
+    const calls = [1, 2, 3].map((i) => window.outcome(auth.request(`${window.fault}/echo?id=h-bad-token&i=${i}`)));
+    const a = await Promise.all(calls);
+    const h = await window.outcome(headers.request(`${window.fault}/echo?id=h-bad-token`));
+    const b = await window.outcome(bad.request(`${window.fault}/echo?id=h-bad-token`));
+    return { a, h, b, stats: [auth.stats(), headers.stats()], breakers: auth.breakers() };
+  });
+  for (const e of r.a) {
+    assert.equal(e.name, 'OptionsError');
+    assert.equal(e.option, 'auth');
+    assert.equal(e.cause, 'vault down');
+    assert.equal(e.classed, true);
+    assert.equal(e.attempts, 0);
+  }
+  assert.equal(r.h.name, 'OptionsError');
+  assert.equal(r.h.option, 'headers');
+  assert.equal(r.h.cause, 'no headers today');
+  assert.equal(r.b.option, 'auth', 'a token that is no string');
+  assert.equal((await log('h-bad-token')).length, 0, 'nothing was sent');
+  assert.deepEqual(r.stats.map((s) => [s.inFlight, s.queued, s.attempts, s.failures]), [[0, 0, 0, 3], [0, 0, 0, 1]]);
+  assert.ok(r.breakers.every((b) => b.samples === 0), 'no breaker sample');
+});
+
+test('schema() keeps no default copy for a client whose attempts may carry a token or added headers', async () => {
+  const r = await page.evaluate(async () => {
+    localStorage.clear();
+    const url = `${window.fault}/echo?id=h-schema`;
+    const authed = await window.stormguard.createClient({ auth: { token: () => 'me' } });
+    const hooked = await window.stormguard.createClient({ hooks: { beforeRequest: () => {} } });
+    const plain = await window.stormguard.createClient();
+    const sources = [];
+    for (const c of [authed, hooked]) sources.push((await c.schema(url)).source);
+    const before = localStorage.length;
+    await plain.schema(url);
+    const named = await authed.schema(url, { cacheKey: 'mine' });
+    return { sources, before, after: localStorage.length, named: named.source };
+  });
+  assert.deepEqual(r.sources, ['network', 'network']);
+  assert.equal(r.before, 0, 'nothing stored under the URL for the token or hook clients');
+  assert.equal(r.after, 2, 'the plain client and an explicit cacheKey store');
+});
+
+test('401: one refresh for concurrent calls of a client and its derived client, each replayed once with the new token', async () => {
+  const r = await page.evaluate(async () => {
+    let token = 'old';
+    let refreshes = 0;
+    const client = await window.stormguard.createClient({
+      auth: {
+        token: () => token,
+        refresh: async () => {
+          refreshes++;
+          await window.sleep(100);
+          token = 'new';
+        },
+      },
+    });
+    const users = client.extend({ headers: { 'x-module': 'users' } });
+    const url = (i) => `${window.fault}/auth?accept=new&delay=100&id=h-refresh&i=${i}`;
+    const all = await Promise.all([
+      ...[0, 1, 2].map((i) => window.outcome(client.request(url(i)))),
+      ...[3, 4].map((i) => window.outcome(users.request(url(i)))),
+    ]);
+    return { all, refreshes, stats: client.stats(), breakers: client.breakers() };
+  });
+  for (const o of r.all) assert.equal(o.ok && o.value.token, 'new', JSON.stringify(o));
+  assert.equal(r.refreshes, 1, 'one refresh for the five 401s');
+  assert.equal((await log('h-refresh')).length, 10, 'each call sent twice');
+  assert.equal(r.stats.retries, 0, 'a replay is no retry');
+  assert.equal(r.stats.attempts, 10);
+  const b = r.breakers.find((x) => x.key.includes('/auth'));
+  assert.equal(b.samples, 5, 'only the replays are breaker samples');
+});
+
+test('401 to a token older than the last finished refresh: replayed at once, no second refresh', async () => {
+  const r = await page.evaluate(async () => {
+    let token = 'a';
+    let refreshes = 0;
+    const client = await window.stormguard.createClient({
+      auth: { token: () => token, refresh: async () => { refreshes++; await window.sleep(50); token = 'b'; } },
+    });
+    // slow: sent with 'a', answered 401 after 600 ms, when the refresh of `fast` has finished
+    const slow = window.outcome(client.request(`${window.fault}/auth?accept=b&delay=600&id=h-older`));
+    await window.sleep(50);
+    const fast = await window.outcome(client.request(`${window.fault}/auth?accept=b&id=h-older-fast`));
+    const t0 = performance.now();
+    const late = await slow;
+    return { fast, late, refreshes, after: performance.now() - t0 };
+  });
+  assert.equal(r.fast.value.token, 'b');
+  assert.equal(r.late.value.token, 'b');
+  assert.equal(r.refreshes, 1);
+});
+
+test('a replay keeps the idempotency key and the body, for a POST too; a second 401 and a refresh that throws end with HttpError 401', async () => {
+  const r = await page.evaluate(async () => {
+    let token = 'x';
+    const client = await window.stormguard.createClient({
+      auth: { token: () => token, refresh: () => { token = 'y'; } },
+    });
+    const post = await window.outcome(client.request(`${window.fault}/auth?accept=y&id=h-post`, {
+      method: 'POST', body: { sku: 'a1' }, idempotencyKey: 'order-17',
+    }));
+    let refreshed = 0;
+    const stuck = await window.stormguard.createClient({ auth: { token: () => 'never', refresh: () => { refreshed++; } } });
+    const twice = await window.outcome(stuck.request(`${window.fault}/auth?accept=other&id=h-twice`));
+    const failing = await window.stormguard.createClient({
+      auth: { token: () => 'stale', refresh: async () => { throw new Error('refresh token expired'); } },
+    });
+    const threw = await window.outcome(failing.request(`${window.fault}/auth?accept=fresh&id=h-threw`));
+    const noRefresh = await window.stormguard.createClient({ auth: { token: () => 'stale' } });
+    const plain = await window.outcome(noRefresh.request(`${window.fault}/auth?accept=fresh&id=h-plain`));
+    return { post, twice, refreshed, threw, plain };
+  });
+  assert.equal(r.post.ok, true, JSON.stringify(r.post));
+  assert.equal(r.post.value.method, 'POST');
+  assert.equal(r.post.value.body, '{"sku":"a1"}', 'the replay carries the body');
+  const posts = await log('h-post');
+  assert.deepEqual(posts.map((e) => e.idempotencyKey), ['order-17', 'order-17']);
+  assert.equal(r.twice.name, 'HttpError');
+  assert.equal(r.twice.status, 401);
+  assert.equal(r.twice.attempts, 2);
+  assert.equal(r.refreshed, 1);
+  assert.equal((await log('h-twice')).length, 2);
+  assert.equal(r.threw.status, 401);
+  assert.equal(r.threw.cause, 'refresh token expired');
+  assert.equal((await log('h-threw')).length, 1);
+  assert.equal(r.plain.status, 401, 'without refresh a 401 is an answer');
+  assert.equal((await log('h-plain')).length, 1);
+});
+
+test('hooks: beforeRequest changes headers or returns a Request; afterResponse replaces the Response, which classification uses', async () => {
+  const r = await page.evaluate(async () => {
+    const seen = [];
+    const client = await window.stormguard.createClient({
+      retry: { baseDelayMs: 1 },
+      hooks: {
+        beforeRequest: [
+          (request, info) => {
+            seen.push(['before', info.attempt, info.method, typeof info.requestId, info.url.includes('/echo')]);
+            request.headers.set('x-in-place', 'yes');
+          },
+          (request) => new Request(request, { headers: { 'x-replaced': 'yes', 'x-in-place': request.headers.get('x-in-place') } }),
+        ],
+        afterResponse: (request, response, info) => {
+          seen.push(['after', info.attempt, response.status, request.headers.get('x-replaced')]);
+          if (response.status === 503) return new Response(JSON.stringify({ replaced: true }), { status: 200 });
+          if (new URL(request.url).searchParams.get('make') === '500') return new Response('no', { status: 500 });
+        },
+      },
+    });
+    const echo = await client.request(`${window.fault}/echo?id=h-hooks`);
+    const replaced = await client.request(`${window.fault}/status/503?id=h-hooks-503`);
+    const worse = await window.outcome(client.request(`${window.fault}/echo?id=h-hooks-500&make=500`, { retry: { maxAttempts: 2, baseDelayMs: 1 } }));
+    return { headers: echo.headers, replaced, worse, seen };
+  });
+  assert.equal(r.headers['x-in-place'], 'yes');
+  assert.equal(r.headers['x-replaced'], 'yes');
+  assert.deepEqual(r.replaced, { replaced: true }, 'the 503 became a 200: no retry');
+  assert.equal((await log('h-hooks-503')).length, 1);
+  assert.equal(r.worse.status, 500, 'a 200 made a 500 is retried as one');
+  assert.equal(r.worse.attempts, 2);
+  assert.deepEqual(r.seen.slice(0, 2), [['before', 1, 'GET', 'string', true], ['after', 1, 200, 'yes']]);
+});
+
+test('hooks: a beforeRequest to another origin, a throwing hook and a hanging one end typed, send nothing, free the slot', async () => {
+  const r = await page.evaluate(async () => {
+    const make = (hooks, extra = {}) => window.stormguard.createClient({ hooks, concurrency: { max: 1, queue: 5 }, ...extra });
+    const away = await make({ beforeRequest: (req) => new Request('http://127.0.0.2:1/elsewhere', req) });
+    const throws = await make({ beforeRequest: () => { throw new Error('hook bug'); } });
+    const after = await make({ afterResponse: async () => { throw new Error('after bug'); } });
+    const hangs = await make({ beforeRequest: () => new Promise(() => {}) }, { timeoutMs: 200, retry: false });
+    const url = `${window.fault}/echo?id=h-bad-hooks`;
+    const out = {
+      away: await window.outcome(away.request(url)),
+      throws: await Promise.all([1, 2].map(() => window.outcome(throws.request(url)))),
+      after: await window.outcome(after.request(`${window.fault}/echo?id=h-after-bug`)),
+      timeout: await window.outcome(hangs.request(url)),
+    };
+    const ctl = new AbortController();
+    setTimeout(() => ctl.abort('bye'), 50);
+    out.aborted = await window.outcome(hangs.request(url, { signal: ctl.signal }));
+    out.stats = [away, throws, after, hangs].map((c) => c.stats());
+    out.breakers = [throws.breakers(), after.breakers()];
+    return out;
+  });
+  assert.equal(r.away.name, 'OptionsError');
+  assert.equal(r.away.option, 'hooks');
+  for (const e of r.throws) assert.deepEqual([e.name, e.option, e.cause], ['OptionsError', 'hooks', 'hook bug']);
+  assert.deepEqual([r.after.name, r.after.option, r.after.cause, r.after.attempts], ['OptionsError', 'hooks', 'after bug', 1]);
+  assert.equal(r.timeout.name, 'TimeoutError', 'a hook that hangs ends with the attempt time');
+  assert.equal(r.aborted.name, 'AbortError');
+  assert.equal((await log('h-bad-hooks')).length, 0, 'nothing sent');
+  assert.equal((await log('h-after-bug')).length, 1, 'afterResponse ran on what was sent');
+  for (const s of r.stats) assert.deepEqual([s.inFlight, s.queued], [0, 0]);
+  assert.ok(r.breakers.flat().every((b) => b.samples === 0), 'no breaker sample');
+});
+
+test('hooks: beforeRetry false stops with the last error (retryDenied hook), never adds one; beforeError replaces the error', async () => {
+  const r = await page.evaluate(async () => {
+    const asked = [];
+    const client = await window.stormguard.createClient({
+      breaker: false,
+      retry: { baseDelayMs: 5, jitter: 'none' },
+      hooks: {
+        beforeRetry: ({ error, delayMs, attempt, requestId }) => {
+          asked.push([error.name, error.status, delayMs, attempt, typeof requestId]);
+          return false;
+        },
+      },
+    });
+    const stopped = await window.outcome(client.request(`${window.fault}/status/503?id=h-retry-hook`));
+    const never = await window.outcome(client.request(`${window.fault}/status/404?id=h-retry-404`));
+    const { HttpError, TimeoutError } = window.stormguard;
+    const errors = await window.stormguard.createClient({
+      retry: false,
+      hooks: {
+        beforeError: [
+          (e) => (e instanceof HttpError ? new TimeoutError(`wrapped ${e.status}`, { phase: 'attempt' }) : e),
+          async (e) => { e.message += ' (seen)'; return e; },
+        ],
+      },
+    });
+    const wrapped = await window.outcome(errors.request(`${window.fault}/status/500?id=h-error-hook`));
+    const badly = await window.stormguard.createClient({ retry: false, hooks: { beforeError: () => new Error('plain') } });
+    const bad = await window.outcome(badly.request(`${window.fault}/status/500?id=h-error-hook`));
+    return { asked, stopped, never, stats: client.stats(), wrapped, bad };
+  });
+  assert.deepEqual(r.asked, [['HttpError', 503, 5, 1, 'string']], 'asked once, before the backoff; never for a 404');
+  assert.equal(r.stopped.status, 503);
+  assert.equal(r.stopped.retryDenied, 'hook');
+  assert.equal(r.never.retryDenied, 'status');
+  assert.equal(r.stats.retries, 0);
+  assert.equal((await log('h-retry-hook')).length, 1);
+  assert.equal(r.wrapped.name, 'TimeoutError');
+  assert.equal(r.wrapped.message, 'wrapped 500 (seen)');
+  assert.deepEqual([r.bad.name, r.bad.option], ['OptionsError', 'hooks']);
+});
+
+test('extend: options merged over the parent\'s, one engine (breakers, slots), hooks appended, close() as a tree', async () => {
+  const r = await page.evaluate(async () => {
+    const order = [];
+    const root = await window.stormguard.createClient({
+      baseUrl: `${window.fault}/nowhere/`,
+      headers: { 'x-a': 'root', 'x-b': 'root' },
+      retry: false,
+      breaker: { consecutiveFailures: 2 },
+      concurrency: { max: 1, queue: 10 },
+      hooks: { beforeRequest: () => { order.push('root'); } },
+    });
+    const child = root.extend({
+      baseUrl: '/status/',
+      headers: { 'x-b': 'child', 'x-c': 'child' },
+      timeoutMs: 3000,
+      hooks: { beforeRequest: () => { order.push('child'); } },
+    });
+    const echo = await child.request(`${window.fault}/echo?id=h-extend`);
+    const teapot = await window.outcome(child.request('418?id=h-extend'));
+    const refused = ['budget', 'breaker', 'concurrency', 'storage', 'crossTab', 'wasm'].map((k) => {
+      try {
+        root.extend({ [k]: false });
+        return 'accepted';
+      } catch (e) {
+        return `${e.name}:${e.option}`;
+      }
+    });
+    // One breaker per backend: the child's failures open it for the root too.
+    const key = { breakerKey: 'shared' };
+    await window.outcome(child.request('503?id=h-extend-b', key));
+    await window.outcome(child.request('503?id=h-extend-b', key));
+    const open = await window.outcome(root.request(`${window.fault}/echo?id=h-extend-b`, key));
+    // One slot (max 1): the child's hanging call holds it, the root's waits.
+    const hang = window.outcome(child.request(`${window.fault}/hang?id=h-extend-hang`));
+    await window.sleep(50);
+    const queued = root.stats().queued;
+    const rootCall = window.outcome(root.request(`${window.fault}/echo?id=h-extend-after`));
+    await window.sleep(50);
+    const queuedNow = root.stats().queued;
+    child.close();
+    const afterClose = [await hang, await rootCall, await window.outcome(child.request('200'))];
+    const grand = root.extend({}).extend({});
+    const last = window.outcome(grand.request(`${window.fault}/hang?id=h-extend-grand`));
+    await window.sleep(50);
+    root.close();
+    return {
+      headers: echo.headers, teapot, refused, open, queued, queuedNow, afterClose, order,
+      grand: await last, later: await window.outcome(grand.request(`${window.fault}/echo`)),
+      inFlight: root.stats().inFlight,
+    };
+  });
+  assert.deepEqual([r.headers['x-a'], r.headers['x-b'], r.headers['x-c']], ['root', 'child', 'child']);
+  assert.equal(r.teapot.status, 418, 'baseUrl resolved against the parent\'s');
+  assert.deepEqual(r.refused, ['OptionsError:budget', 'OptionsError:breaker', 'OptionsError:concurrency', 'OptionsError:storage', 'OptionsError:crossTab', 'OptionsError:wasm']);
+  assert.equal(r.open.name, 'CircuitOpenError', "the child's failures opened the root's breaker");
+  assert.equal(r.queuedNow, 1, "the root's call waited for the child's slot");
+  assert.equal(r.afterClose[0].name, 'AbortError', "the child's close() ended its call");
+  assert.equal(r.afterClose[1].ok, true, "the root's call went on");
+  assert.equal(r.afterClose[2].name, 'AbortError', 'a closed child refuses later calls');
+  assert.deepEqual(r.order.slice(0, 2), ['root', 'child'], "the child's hooks after the parent's");
+  assert.equal(r.grand.name, 'AbortError', "the root's close() ended a grandchild's call");
+  assert.equal(r.later.name, 'AbortError');
+  assert.equal(r.inFlight, 0);
+  // (Chromium logs every non-2xx answer as a console error.)
+  assert.deepEqual(errors.filter((e) => !e.includes('Failed to load resource')), []);
+});
+
+test("extend: a derived client's fetch option is its transport (its own derived clients' too), its FetchInit fields over its parent's", async () => {
+  const r = await page.evaluate(async () => {
+    const seen = [];
+    const root = await window.stormguard.createClient({ cache: 'no-store', retry: false });
+    const child = root.extend({
+      fetch: (request) => {
+        seen.push([new URL(request.url).searchParams.get('who'), request.headers.get('x-h'), request.cache, request.credentials]);
+        return fetch(request);
+      },
+      headers: () => ({ 'x-h': 'from-fn' }),
+      credentials: 'omit',
+    });
+    const grandchild = child.extend({});
+    await root.request(`${window.fault}/echo?who=root`);
+    await child.request(`${window.fault}/echo?who=child`);
+    await grandchild.request(`${window.fault}/echo?who=grandchild`);
+    let bad;
+    try {
+      root.extend({ fetch: 'nope' });
+    } catch (e) {
+      bad = [e.name, e.option];
+    }
+    return { seen, bad };
+  });
+  assert.deepEqual(r.seen, [['child', 'from-fn', 'no-store', 'omit'], ['grandchild', 'from-fn', 'no-store', 'omit']]);
+  assert.deepEqual(r.bad, ['OptionsError', 'fetch']);
+});
+
+test('invalid hooks and auth options: createClient rejects and extend throws, naming the option', async () => {
+  const r = await page.evaluate(async () => {
+    const bad = [
+      { hooks: { beforeRequest: 'x' } },
+      { hooks: { afterResponse: [() => {}, 42] } },
+      { hooks: 'all' },
+      { auth: {} },
+      { auth: { token: () => 't', refresh: 'soon' } },
+      { auth: { token: () => 't', scheme: 'Bearer token' } },
+      { auth: 'secret' },
+    ];
+    const created = [];
+    for (const options of bad) {
+      created.push(await window.stormguard.createClient(options).then(() => 'created', (e) => `${e.name}:${e.option}`));
+    }
+    const root = await window.stormguard.createClient();
+    const extended = bad.map((options) => {
+      try {
+        root.extend(options);
+        return 'extended';
+      } catch (e) {
+        return `${e.name}:${e.option}`;
+      }
+    });
+    return { created, extended };
+  });
+  const expected = [
+    'OptionsError:hooks.beforeRequest', 'OptionsError:hooks.afterResponse', 'OptionsError:hooks',
+    'OptionsError:auth.token', 'OptionsError:auth.refresh', 'OptionsError:auth.scheme', 'OptionsError:auth',
+  ];
+  assert.deepEqual(r.created, expected);
+  assert.deepEqual(r.extended, expected);
+});
