@@ -247,8 +247,7 @@ export interface RequestOptions extends CallOptions {
 export interface SchemaOptions<T> extends RequestOptions {
   /**
    * Default: the absolute URL (query included), followed by the call's own
-   * headers (one `
-name:value` line each, names lower-cased, in the order
+   * headers (one `\nname:value` line each, names lower-cased, in the order
    * given), so calls that differ in a header never share a copy. One over
    * 2048 characters is stored under its first 64 characters and SHA-256.
    */
