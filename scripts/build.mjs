@@ -16,6 +16,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync,
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WASM_OPT_ARGS } from './wasm-opt.mjs';
+import { writeNpmReadme } from './npm-readme.mjs';
 import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,7 +31,7 @@ function newestMtime(path) {
 }
 
 if (process.argv.includes('--if-stale') && existsSync(join(pkg, 'package.json'))) {
-  const sources = ['src', 'pkg-template', 'Cargo.toml', 'Cargo.lock', '.cargo', 'scripts/build.mjs', 'scripts/wasm-opt.mjs']
+  const sources = ['src', 'pkg-template', 'README.md', 'Cargo.toml', 'Cargo.lock', '.cargo', 'scripts/build.mjs', 'scripts/wasm-opt.mjs', 'scripts/npm-readme.mjs']
     .map((p) => join(root, p)).filter(existsSync);
   if (Math.max(...sources.map(newestMtime)) < statSync(join(pkg, 'package.json')).mtimeMs) {
     console.log('[build] pkg/ is up to date');
@@ -104,6 +105,8 @@ for (const name of readdirSync(template)) {
   if (name !== 'package.json') copyFileSync(join(template, name), join(pkg, name));
 }
 for (const name of ['LICENSE-MIT', 'LICENSE-APACHE']) copyFileSync(join(root, name), join(pkg, name));
+// The npm page: README.md less its contributor-only parts (scripts/npm-readme.mjs).
+writeNpmReadme();
 
 // CommonJS builds behind the `require` condition (Jest's default CommonJS
 // mode, require() on Node 20.0-20.18, TypeScript `module: node16` CJS

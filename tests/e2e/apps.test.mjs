@@ -17,16 +17,15 @@
 // Screenshots of every state go to test-output/apps/.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { launchChromium, root } from './browser.mjs';
 import { startServer } from '../server/server.mjs';
+import { childEnv, faultLog, installApp as install, packTarball, run, sh, viteBuild, watchPage } from './apps.mjs';
 
-const run = promisify(execFile);
 const shots = join(root, 'test-output/apps');
 
 /** The server's layout: what the apps must render from the network and then from the cache. */
@@ -41,32 +40,15 @@ const LAYOUT = {
 const OTHER = { title: 'Second source layout', blocks: [{ type: 'text', text: 'From the alternative URL.' }] };
 
 let work, tarball, fault, browser;
-
-// Under `npm test`, npm exports its resolved config as npm_config_* (local_prefix
-// among them, the workspace root): the app installs must not inherit that.
-const KEEP = /^npm_config_(cache|userconfig|globalconfig|registry|cafile|proxy|https_proxy|noproxy|strict_ssl)$/i;
-const childEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) || KEEP.test(k)));
-childEnv.npm_config_update_notifier = 'false';
-// Readiness is read from the children's output: keep it free of colour codes (a CI runner may set
-// FORCE_COLOR, and Vite then splits "127.0.0.1:" from the port with an escape).
-delete childEnv.FORCE_COLOR;
-childEnv.NO_COLOR = '1';
-
-async function sh(cmd, args, cwd) {
-  try {
-    return await run(cmd, args, { cwd, maxBuffer: 64 << 20, env: childEnv });
-  } catch (e) {
-    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}:\n${e.stdout}\n${e.stderr}`);
-  }
-}
+let log, arrived, closedByClient; // the fault server's log (./apps.mjs)
 
 before(async () => {
   assert.ok(existsSync(join(root, 'pkg/package.json')), 'pkg/ is missing: run `node scripts/build.mjs` first');
   mkdirSync(shots, { recursive: true });
   work = mkdtempSync(join(tmpdir(), 'stormguard-apps-'));
-  await sh('npm', ['pack', './pkg', '--pack-destination', work, '--silent'], root);
-  tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz')));
+  tarball = await packTarball(work);
   fault = await startServer();
+  ({ log, arrived, closedByClient } = faultLog(fault.url));
   browser = await launchChromium();
 });
 
@@ -76,63 +58,9 @@ after(async () => {
   if (work && !process.env.STORMGUARD_KEEP_APPS) rmSync(work, { recursive: true, force: true });
 });
 
-/** Copies one app to the work folder and installs it with the packed package; returns its folder. */
-async function installApp(name) {
-  const dir = join(work, name);
-  cpSync(join(root, 'tests/apps', name), dir, {
-    recursive: true,
-    filter: (src) => !/[\\/](node_modules|dist|\.next)$/.test(src),
-  });
-  const quiet = ['--no-audit', '--no-fund', '--loglevel=error'];
-  await sh('npm', ['ci', '--prefer-offline', ...quiet], dir);
-  await sh('npm', ['install', '--no-save', '--prefer-offline', ...quiet, tarball], dir);
-  return dir;
-}
-
+const installApp = (name) => install(name, work, tarball);
 /** Installs and builds one Vite app; returns the dist folder. */
-async function buildApp(name) {
-  const dir = await installApp(name);
-  await sh(process.execPath, [join(dir, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], dir);
-  const dist = join(dir, 'dist');
-  assert.ok(readdirSync(join(dist, 'assets')).some((f) => f.endsWith('.wasm')), 'vite emitted the wasm as an asset');
-  return dist;
-}
-
-/** Uncaught exceptions and console errors, less the browser's own line for each failed HTTP status. */
-function watchPage(page) {
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() !== 'error') return;
-    if (/^Failed to load resource: the server responded with a status of 503/.test(m.text())) return;
-    errors.push(`console: ${m.text()}`);
-  });
-  return errors;
-}
-
-const log = async (id) => (await (await fetch(`${fault.url}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
-
-/** Waits until the fault server has logged a request for `id` and returns it. */
-async function arrived(id, timeoutMs = 5000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const entries = await log(id);
-    if (entries.length > 0) return entries;
-    if (Date.now() > end) throw new Error(`no request for ${id} reached the fault server`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** Waits until the single logged request for `id` was closed by the client; returns [entry, all entries]. */
-async function closedByClient(id, timeoutMs = 2000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const entries = await log(id);
-    if (entries[0]?.closedAt != null) return [entries[0], entries];
-    if (Date.now() > end) throw new Error(`the request for ${id} was not aborted: ${JSON.stringify(entries)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const buildApp = async (name) => viteBuild(await installApp(name));
 
 const RUN = Date.now().toString(36);
 
