@@ -177,12 +177,16 @@ export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { pr
  * default), and fetch() with the constructor's TypeError.
  */
 export interface FetchInit {
-  credentials?: RequestCredentials;
-  mode?: RequestMode;
-  cache?: RequestCache;
-  redirect?: RequestRedirect;
+  // The DOM lib's unions spelled out: a Node project without the DOM lib
+  // (only @types/node) has no RequestCredentials, RequestMode, ... types.
+  credentials?: 'omit' | 'same-origin' | 'include';
+  mode?: 'cors' | 'navigate' | 'no-cors' | 'same-origin';
+  cache?: 'default' | 'force-cache' | 'no-cache' | 'no-store' | 'only-if-cached' | 'reload';
+  redirect?: 'error' | 'follow' | 'manual';
   referrer?: string;
-  referrerPolicy?: ReferrerPolicy;
+  referrerPolicy?:
+    | '' | 'no-referrer' | 'no-referrer-when-downgrade' | 'origin' | 'origin-when-cross-origin'
+    | 'same-origin' | 'strict-origin' | 'strict-origin-when-cross-origin' | 'unsafe-url';
   integrity?: string;
   keepalive?: boolean;
   priority?: 'high' | 'low' | 'auto';
