@@ -156,7 +156,7 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // its .wasm, each gzip -9, counted as bench/size.mjs counts "stormguard". It
 // can only go down unless a commit raises it on purpose: to raise it, change
 // SIZE_BUDGET_BYTES here and say in that commit what the bytes buy.
-const SIZE_BUDGET_BYTES = 96_725; // 93,340 (92,316 shipped after issues 19 and 17, + 1 KB) + 3,385 for issue 24 (shipped 92,048 -> 95,433)
+const SIZE_BUDGET_BYTES = 96_979; // 93,340 (92,316 shipped after issues 19 and 17, + 1 KB) + 3,639 for issue 24 (shipped 92,048 -> 95,687)
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;
