@@ -152,11 +152,11 @@ type InitTrap = Closure<dyn Fn(JsValue, JsValue) -> Result<JsValue, JsValue>>;
 /// members. The Proxy's target is an empty object, so a frozen `init`
 /// breaks no Proxy invariant.
 ///
-/// `signal` is read here and kept, not handed on: every attempt has a
-/// signal of its own, linked to the caller's (and a Request that followed
-/// the caller's signal would add a listener to it per call in Node). A
-/// value that is no usable signal is handed on, for the constructor to
-/// refuse with its own TypeError.
+/// Every member read is kept, as read (`given`, `replay`). `signal` is not
+/// handed on: every attempt has a signal of its own, linked to the
+/// caller's (and a Request that followed the caller's signal would add a
+/// listener to it per call in Node). A value that is no usable signal is
+/// handed on, for the constructor to refuse with its own TypeError.
 pub struct InitView {
     pub proxy: JsValue,
     /// Every member the constructor read, as it read it (`signal` too).

@@ -2,9 +2,12 @@
 //! (resolved against `baseUrl` or the page, userinfo refused), the headers
 //! (the client's, the call's, an `Idempotency-Key`), the body (plain
 //! objects as JSON), the init or Request every attempt sends, and the
-//! call's breaker and dedupe keys. Every failure here is an `OptionsError`
-//! naming the option; the rules on plain values are the policy core's
-//! (`policy::call_options`), this module only reads JS and builds.
+//! call's breaker and dedupe keys. Every failure of `request()` here is an
+//! `OptionsError` naming the option; `fetch()` fails as the host's fetch
+//! does on what the `Request` constructor refuses (`Refused::Host`), and
+//! with an `OptionsError` only for stormguard's own options. The rules on
+//! plain values are the policy core's (`policy::call_options`), this module
+//! only reads JS and builds.
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
