@@ -85,6 +85,9 @@ impl Fields {
 
     /// The value given for `k`, if any.
     fn get(&self, k: &JsValue) -> Option<JsValue> {
+        if self.0.is_empty() {
+            return None;
+        }
         let k = k.as_string()?;
         self.0.iter().find(|(f, _)| *f == k).map(|(_, v)| v.clone())
     }
@@ -149,14 +152,15 @@ type InitTrap = Closure<dyn Fn(JsValue, JsValue) -> Result<JsValue, JsValue>>;
 /// members. The Proxy's target is an empty object, so a frozen `init`
 /// breaks no Proxy invariant.
 ///
-/// `signal` is read here and kept, not handed on: every attempt has a
-/// signal of its own, linked to the caller's (and a Request that followed
-/// the caller's signal would add a listener to it per call in Node). A
-/// value that is no usable signal is handed on, for the constructor to
-/// refuse with its own TypeError.
+/// Every member read is kept, as read (`given`, `replay`). `signal` is not
+/// handed on: every attempt has a signal of its own, linked to the
+/// caller's (and a Request that followed the caller's signal would add a
+/// listener to it per call in Node). A value that is no usable signal is
+/// handed on, for the constructor to refuse with its own TypeError.
 pub struct InitView {
     pub proxy: JsValue,
-    signal: Rc<RefCell<Option<JsValue>>>,
+    /// Every member the constructor read, as it read it (`signal` too).
+    seen: Rc<RefCell<Vec<(JsValue, JsValue)>>>,
     /// Must outlive the Request constructor's reads.
     _trap: InitTrap,
 }
@@ -169,40 +173,56 @@ impl InitView {
         } else {
             js_sys::Object::new().into()
         };
-        let signal = Rc::new(RefCell::new(None));
-        let seen = signal.clone();
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let kept = seen.clone();
         let trap = InitTrap::new(move |_target: JsValue, key: JsValue| {
             let v = js_sys::Reflect::get(&source, &key)?;
-            if key == signal_key {
-                let usable = v.is_undefined() || v.is_null() || is_signal(&v);
-                *seen.borrow_mut() = Some(v.clone());
-                return Ok(if usable { JsValue::UNDEFINED } else { v });
-            }
-            Ok(match defaults.get(&key) {
+            let v = match defaults.get(&key) {
                 Some(d) if v.is_undefined() => d,
                 _ => v,
-            })
+            };
+            let hidden = key == signal_key && (v.is_undefined() || v.is_null() || is_signal(&v));
+            kept.borrow_mut().push((key, v.clone()));
+            Ok(if hidden { JsValue::UNDEFINED } else { v })
         });
         let handler = Obj::new();
         handler.set("get", trap.as_ref().clone());
         let proxy = js_sys::Proxy::new(&js_sys::Object::new(), &handler.0);
         InitView {
             proxy: proxy.into(),
-            signal,
+            seen,
             _trap: trap,
         }
+    }
+
+    /// What the constructor read of `key`, when it was given (not undefined).
+    pub fn given(&self, key: &str) -> Option<JsValue> {
+        let key = JsValue::from_str(key);
+        let seen = self.seen.borrow();
+        let (_, v) = seen.iter().find(|(k, _)| *k == key)?;
+        (!v.is_undefined()).then(|| v.clone())
+    }
+
+    /// An init for `fetch(url, init)` as the constructor read it, but for
+    /// `signal` (each attempt sets its own) and `headers` (the built
+    /// Request's, which hold the client's and the idempotency key).
+    pub fn replay(&self, headers: &web_sys::Headers) -> web_sys::RequestInit {
+        let init = web_sys::RequestInit::new();
+        for (k, v) in self.seen.borrow().iter() {
+            if !v.is_undefined() {
+                let _ = js_sys::Reflect::set(&init, k, v);
+            }
+        }
+        init.set_headers(headers);
+        init
     }
 
     /// What `init.signal` was, once the constructor has read it: `None`
     /// when absent (undefined), `Some(None)` for null (the input Request's
     /// signal removed), `Some(Some(signal))` for a signal.
     pub fn signal(&self) -> Option<Option<AbortSignal>> {
-        match self.signal.borrow_mut().take() {
-            None => None,
-            Some(v) if v.is_undefined() => None,
-            Some(v) if v.is_object() => Some(Some(v.unchecked_into())),
-            Some(_) => Some(None),
-        }
+        self.given("signal")
+            .map(|v| v.is_object().then(|| v.unchecked_into()))
     }
 }
 

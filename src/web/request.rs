@@ -2,9 +2,12 @@
 //! (resolved against `baseUrl` or the page, userinfo refused), the headers
 //! (the client's, the call's, an `Idempotency-Key`), the body (plain
 //! objects as JSON), the init or Request every attempt sends, and the
-//! call's breaker and dedupe keys. Every failure here is an `OptionsError`
-//! naming the option; the rules on plain values are the policy core's
-//! (`policy::call_options`), this module only reads JS and builds.
+//! call's breaker and dedupe keys. Every failure of `request()` here is an
+//! `OptionsError` naming the option; `fetch()` fails as the host's fetch
+//! does on what the `Request` constructor refuses (`Refused::Host`), and
+//! with an `OptionsError` only for stormguard's own options. The rules on
+//! plain values are the policy core's (`policy::call_options`), this module
+//! only reads JS and builds.
 
 use std::rc::Rc;
 
@@ -252,11 +255,12 @@ impl Builder {
         // fetch() upper-cases only the six standard methods; the breaker key
         // and retry.methods see 'patch' as 'PATCH' too.
         let method = request.method().to_ascii_uppercase();
+        let target = fetch_target(request, view.as_ref(), is_request);
         let call = self.call(
             engine,
             url,
             method,
-            Target::request(request),
+            target,
             Mode::Fetch {
                 body_signal: signal.clone(),
             },
@@ -391,7 +395,7 @@ fn target(
             };
             // A stream body needs duplex 'half' (the Request constructor
             // refuses it otherwise); each attempt sends a clone of it.
-            if instance_of::<web_sys::ReadableStream>(&body) {
+            if is_stream(&body) {
                 let _ = js_sys::Reflect::set(&init, &"duplex".into(), &"half".into());
             }
             init.set_body(&encode_body(&body, &headers)?);
@@ -400,6 +404,36 @@ fn target(
             Ok(Target::request(request))
         }
     }
+}
+
+/// What each attempt of a `fetch()` sends: the Request built from its
+/// arguments, but a keepalive `fetch(url, init)` with a body goes out as
+/// such: the host checks its keepalive quota on such a call (Firefox only
+/// then), not on a Request. Not a stream body, which can be read once.
+fn fetch_target(request: Request, view: Option<&InitView>, is_request: bool) -> Target {
+    match view {
+        Some(v)
+            if !is_request
+                && keepalive(&request)
+                && v.given("body").is_some_and(|b| !is_stream(&b)) =>
+        {
+            let headers = request.headers();
+            Target::Url {
+                url: request.url().into(),
+                init: v.replay(&headers),
+                headers: Some(headers),
+            }
+        }
+        _ => Target::request(request),
+    }
+}
+
+fn keepalive(request: &Request) -> bool {
+    js_sys::Reflect::get(request, &"keepalive".into()).is_ok_and(|k| k.is_truthy())
+}
+
+fn is_stream(v: &JsValue) -> bool {
+    instance_of::<web_sys::ReadableStream>(v)
 }
 
 /// The URL's href and its endpoint (origin and path: what the default
