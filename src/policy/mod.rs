@@ -27,8 +27,10 @@ pub mod guard;
 pub mod key;
 pub mod latency;
 pub mod limiter;
+pub mod option_table;
 pub mod options;
 pub mod ratelimit;
+pub mod raw_options;
 pub mod stats;
 mod window;
 

@@ -1,10 +1,17 @@
-//! Configuration: raw inputs as the user wrote them, and validated configs
-//! with API.md's defaults filled in.
+//! Configuration: validated configs with API.md's defaults filled in, made
+//! from the options as given.
 //!
 //! Why validate once, up front: a bad number found mid-request would fail a
 //! call the user already made (or worse, panic the wasm module); found at
 //! `createClient` it is one clear `OptionsError` naming the option. After
 //! this module every policy can trust its numbers.
+//!
+//! Every option is described once, in the tables below ([`CLIENT`],
+//! [`CALL`] and one per sub-option object): its name, the JS type it takes
+//! and its rule (`option_table`). The web side reads an options object by
+//! its table, `option_table::check` applies the rules; what is written here
+//! per option is only how a config is made of what was given, and the rules
+//! between options.
 //!
 //! Rules beyond API.md's list, each the reading a user would expect:
 //! * `budget.windowMs` and `breaker.windowMs` are at least 1 (a window of
@@ -20,46 +27,165 @@
 //!   token and is kept uppercased;
 //! * `gatewayTimeoutMs` is a timeout (> 0) and derives
 //!   `timeoutMs = ceil(1.2 * g)`, computed exactly as `ceil(6g / 5)`.
+//!
+//! When several options are invalid, the first in table order (a
+//! sub-option object's after the top level's) is the one named.
 
-use crate::text::{cat, decimal};
-use std::fmt;
-
-/// The largest duration accepted, 2^31-1 ms (about 24.8 days): the longest
-/// delay `setTimeout` honours.
-pub const MAX_DURATION_MS: f64 = 2_147_483_647.0;
+use super::option_table::{any, check, int, ms, Given, Kind, Opt, Rule};
+pub use super::option_table::{is_token, OptionsError, MAX_DURATION_MS};
+pub use super::raw_options::{
+    RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency, RawHedge, RawRetry,
+    RawStorage, Toggle,
+};
 
 /// Retryable statuses by default, and the breaker's failures when `retry` is off.
 pub const DEFAULT_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
 
 const DEFAULT_METHODS: [&str; 5] = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"];
 
-/// An invalid option: `option` is its camelCase dotted path
-/// (`"retry.maxAttempts"`), `reason` a short sentence that never repeats the input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OptionsError {
-    pub option: String,
-    pub reason: String,
-}
-
-impl fmt::Display for OptionsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid option {}: {}", self.option, self.reason)
-    }
-}
-
-impl std::error::Error for OptionsError {}
-
-impl OptionsError {
-    /// The one way to build one, core and web side alike.
-    pub fn new(option: &str, reason: &str) -> OptionsError {
-        OptionsError {
-            option: option.to_owned(),
-            reason: reason.to_owned(),
-        }
-    }
-}
-
 type Result<T> = std::result::Result<T, OptionsError>;
+
+const fn one_of(key: &'static str, names: &'static [&'static str], reason: &'static str) -> Opt {
+    Opt {
+        key,
+        kind: Kind::Text,
+        rule: Rule::OneOf(names, reason),
+    }
+}
+
+const fn group(key: &'static str, table: &'static [Opt]) -> Opt {
+    any(key, Kind::Group(table))
+}
+
+const TIMEOUT: Opt = ms("timeoutMs", 1.0);
+const DEADLINE: Opt = ms("deadlineMs", 1.0);
+const RETRY_GROUP: Opt = group("retry", &RETRY);
+const WAIT_FOR_ONLINE: Opt = any("waitForOnline", Kind::Bool);
+const HEDGE_GROUP: Opt = group("hedge", &HEDGE);
+const RATE_LIMIT: Opt = any("rateLimit", Kind::Bool);
+
+/// A client's options (`createClient`, `extend`), in the order they are read.
+pub const CLIENT: [Opt; 13] = [
+    TIMEOUT,
+    ms("gatewayTimeoutMs", 1.0),
+    DEADLINE,
+    RETRY_GROUP,
+    group("budget", &BUDGET),
+    group("breaker", &BREAKER),
+    group("concurrency", &CONCURRENCY),
+    any("dedupe", Kind::Bool),
+    WAIT_FOR_ONLINE,
+    any("crossTab", Kind::Bool),
+    HEDGE_GROUP,
+    RATE_LIMIT,
+    group("storage", &STORAGE),
+];
+
+/// A call's policy options (`request()`, `schema()`, `fetch()`'s init).
+pub const CALL: [Opt; 6] = [
+    TIMEOUT,
+    DEADLINE,
+    RETRY_GROUP,
+    WAIT_FOR_ONLINE,
+    HEDGE_GROUP,
+    RATE_LIMIT,
+];
+
+/// `retry.jitter`'s names, case-sensitive as in the TypeScript type, in
+/// [`Jitter`]'s order.
+const JITTERS: [&str; 4] = ["full", "equal", "decorrelated", "none"];
+
+pub const RETRY: [Opt; 8] = [
+    int("maxAttempts", 1.0, 10.0),
+    ms("baseDelayMs", 0.0),
+    ms("maxDelayMs", 0.0),
+    one_of(
+        "jitter",
+        &JITTERS,
+        "must be 'full', 'equal', 'decorrelated' or 'none'",
+    ),
+    Opt {
+        key: "statuses",
+        kind: Kind::Nums,
+        rule: Rule::Statuses,
+    },
+    Opt {
+        key: "methods",
+        kind: Kind::Texts,
+        rule: Rule::Methods,
+    },
+    any("retryAfter", Kind::Bool),
+    ms("maxRetryAfterMs", 0.0),
+];
+
+pub const BUDGET: [Opt; 3] = [
+    Opt {
+        key: "ratio",
+        kind: Kind::Num,
+        rule: Rule::Range(0.0, 1.0, "must be from 0 to 1"),
+    },
+    int("minRetries", 0.0, MAX_DURATION_MS),
+    ms("windowMs", 1.0),
+];
+
+/// `maxOpenMs` must also be at least `openMs`, and `k` is checked only in
+/// `mode: 'adaptive'` (it is last for that).
+pub const BREAKER: [Opt; 9] = [
+    ms("windowMs", 1.0),
+    int("minSamples", 1.0, MAX_DURATION_MS),
+    Opt {
+        key: "failureRate",
+        kind: Kind::Num,
+        // Above 0: the least f64 above 0 is the least accepted.
+        rule: Rule::Range(f64::from_bits(1), 1.0, "must be above 0 and at most 1"),
+    },
+    Opt {
+        key: "consecutiveFailures",
+        kind: Kind::NumOrOff,
+        rule: Rule::Int(1.0, MAX_DURATION_MS),
+    },
+    ms("openMs", 0.0),
+    ms("maxOpenMs", 0.0),
+    int("halfOpenProbes", 1.0, MAX_DURATION_MS),
+    one_of(
+        "mode",
+        &["binary", "adaptive"],
+        "must be 'binary' or 'adaptive'",
+    ),
+    Opt {
+        key: "k",
+        kind: Kind::Num,
+        // k < 1 would shed load from a backend that accepts everything.
+        rule: Rule::Range(1.0, 100.0, "must be from 1 to 100"),
+    },
+];
+
+pub const CONCURRENCY: [Opt; 2] = [
+    int("max", 1.0, MAX_DURATION_MS),
+    int("queue", 0.0, MAX_DURATION_MS),
+];
+
+pub const STORAGE: [Opt; 2] = [
+    any("prefix", Kind::Text),
+    int("maxEntryBytes", 1.0, MAX_DURATION_MS),
+];
+
+/// `afterMs` is required unless a client's hedge gives it.
+pub const HEDGE: [Opt; 2] = [
+    Opt {
+        key: "afterMs",
+        kind: Kind::MsOrP95,
+        rule: Rule::Int(0.0, MAX_DURATION_MS),
+    },
+    int("max", 1.0, MAX_HEDGES),
+];
+
+const ABSENT: Given = Given::Absent;
+
+/// Members that are not as many as their table's: never read so.
+fn unread(option: &str) -> OptionsError {
+    OptionsError::new(option, "could not be read")
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Jitter {
@@ -70,106 +196,15 @@ pub enum Jitter {
 }
 
 impl Jitter {
-    /// The option's names, case-sensitive as in the TypeScript type.
+    /// By name ([`JITTERS`]).
     pub fn parse(name: &str) -> Option<Jitter> {
-        match name {
-            "full" => Some(Jitter::Full),
-            "equal" => Some(Jitter::Equal),
-            "decorrelated" => Some(Jitter::Decorrelated),
-            "none" => Some(Jitter::None),
-            _ => None,
+        match JITTERS.iter().position(|j| *j == name)? {
+            0 => Some(Jitter::Full),
+            1 => Some(Jitter::Equal),
+            2 => Some(Jitter::Decorrelated),
+            _ => Some(Jitter::None),
         }
     }
-}
-
-/// An option that may be absent (defaults), `false` (off) or a value: a
-/// sub-option object, or `breaker.consecutiveFailures`'s count.
-#[derive(Debug, Clone, Default)]
-pub enum Toggle<T> {
-    #[default]
-    Default,
-    Off,
-    On(T),
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RawRetry {
-    pub max_attempts: Option<f64>,
-    pub base_delay_ms: Option<f64>,
-    pub max_delay_ms: Option<f64>,
-    pub jitter: Option<String>,
-    pub statuses: Option<Vec<f64>>,
-    pub methods: Option<Vec<String>>,
-    pub retry_after: Option<bool>,
-    pub max_retry_after_ms: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RawBudget {
-    pub ratio: Option<f64>,
-    pub min_retries: Option<f64>,
-    pub window_ms: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RawBreaker {
-    pub window_ms: Option<f64>,
-    pub min_samples: Option<f64>,
-    pub failure_rate: Option<f64>,
-    pub consecutive_failures: Toggle<f64>,
-    pub open_ms: Option<f64>,
-    pub max_open_ms: Option<f64>,
-    pub half_open_probes: Option<f64>,
-    pub mode: Option<String>,
-    pub k: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RawConcurrency {
-    pub max: Option<f64>,
-    pub queue: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RawStorage {
-    pub prefix: Option<String>,
-    pub max_entry_bytes: Option<f64>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RawClientOptions {
-    pub timeout_ms: Option<f64>,
-    pub gateway_timeout_ms: Option<f64>,
-    pub deadline_ms: Option<f64>,
-    pub retry: Toggle<RawRetry>,
-    pub budget: Toggle<RawBudget>,
-    pub breaker: Toggle<RawBreaker>,
-    pub concurrency: Toggle<RawConcurrency>,
-    pub dedupe: Option<bool>,
-    pub wait_for_online: Option<bool>,
-    pub cross_tab: Option<bool>,
-    pub rate_limit: Option<bool>,
-    pub storage: Toggle<RawStorage>,
-    pub hedge: Toggle<RawHedge>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RawCallOptions {
-    pub timeout_ms: Option<f64>,
-    pub deadline_ms: Option<f64>,
-    pub retry: Toggle<RawRetry>,
-    pub wait_for_online: Option<bool>,
-    pub hedge: Toggle<RawHedge>,
-    pub rate_limit: Option<bool>,
-}
-
-/// `hedge: { afterMs: number | 'p95', max }` as given.
-#[derive(Debug, Clone, Default)]
-pub struct RawHedge {
-    pub after_ms: Option<f64>,
-    /// `afterMs: 'p95'`.
-    pub after_p95: bool,
-    pub max: Option<f64>,
 }
 
 /// When a hedge goes out: a fixed time after the attempt started, or the
@@ -193,31 +228,33 @@ pub struct HedgeConfig {
 pub const MAX_HEDGES: f64 = 9.0;
 
 impl HedgeConfig {
-    /// `raw` over `base` (the client's, for a call's override): `afterMs`
-    /// must come from one of them.
-    fn from_raw(raw: &RawHedge, base: Option<HedgeConfig>) -> Result<HedgeConfig> {
-        let after = match (raw.after_p95, raw.after_ms, base) {
-            (true, _, _) => HedgeAfter::P95,
-            (false, Some(ms), _) => HedgeAfter::Ms(duration("hedge.afterMs", ms, 0.0)?),
-            (false, None, Some(b)) => b.after,
-            (false, None, None) => {
+    /// `hedge`'s members over `base` (the client's, for a call's
+    /// override): `afterMs` must come from one of them.
+    fn from_members(g: &[Given], base: Option<HedgeConfig>) -> Result<HedgeConfig> {
+        check("hedge", &HEDGE, g)?;
+        let [after, max] = g else {
+            return Err(unread("hedge"));
+        };
+        let after = match (after, base) {
+            (Given::Text(_), _) => HedgeAfter::P95,
+            (Given::Num(ms), _) => HedgeAfter::Ms(*ms),
+            (_, Some(b)) => b.after,
+            _ => {
                 return Err(OptionsError::new(
                     "hedge.afterMs",
                     "is required (a number or 'p95')",
                 ))
             }
         };
-        let max = or(raw.max, base.map_or(1, |b| b.max), |v| {
-            count("hedge.max", v, 1.0, MAX_HEDGES)
-        })?;
+        let max = max.num().map_or(base.map_or(1, |b| b.max), |v| v as u32);
         Ok(HedgeConfig { after, max })
     }
 
-    fn resolve(raw: &Toggle<RawHedge>, base: Option<HedgeConfig>) -> Result<Option<HedgeConfig>> {
-        match raw {
-            Toggle::Default => Ok(base),
-            Toggle::Off => Ok(None),
-            Toggle::On(h) => HedgeConfig::from_raw(h, base).map(Some),
+    fn resolve(g: &Given, base: Option<HedgeConfig>) -> Result<Option<HedgeConfig>> {
+        match g {
+            Given::Off => Ok(None),
+            Given::Group(h) => HedgeConfig::from_members(h, base).map(Some),
+            _ => Ok(base),
         }
     }
 }
@@ -260,42 +297,28 @@ impl RetryConfig {
         }
     }
 
-    /// `raw`'s fields over `self`'s.
-    fn merged(&self, raw: &RawRetry) -> Result<Self> {
-        let statuses = match &raw.statuses {
-            None => self.statuses.clone(),
-            Some(list) => list.iter().map(|&s| status(s)).collect::<Result<_>>()?,
-        };
-        let methods = match &raw.methods {
-            None => self.methods.clone(),
-            Some(list) => list.iter().map(|m| method(m)).collect::<Result<_>>()?,
-        };
-        let jitter = match &raw.jitter {
-            None => self.jitter,
-            Some(name) => Jitter::parse(name).ok_or_else(|| {
-                OptionsError::new(
-                    "retry.jitter",
-                    "must be 'full', 'equal', 'decorrelated' or 'none'",
-                )
-            })?,
+    /// `retry`'s members over `self`'s settings.
+    fn merged(&self, g: &[Given]) -> Result<Self> {
+        check("retry", &RETRY, g)?;
+        let [attempts, base, max, jitter, statuses, methods, retry_after, max_retry_after] = g
+        else {
+            return Err(unread("retry"));
         };
         Ok(Self {
-            max_attempts: or(raw.max_attempts, self.max_attempts, |v| {
-                count("retry.maxAttempts", v, 1.0, 10.0)
-            })?,
-            base_delay_ms: or(raw.base_delay_ms, self.base_delay_ms, |v| {
-                duration("retry.baseDelayMs", v, 0.0)
-            })?,
-            max_delay_ms: or(raw.max_delay_ms, self.max_delay_ms, |v| {
-                duration("retry.maxDelayMs", v, 0.0)
-            })?,
-            jitter,
-            statuses,
-            methods,
-            retry_after: raw.retry_after.unwrap_or(self.retry_after),
-            max_retry_after_ms: or(raw.max_retry_after_ms, self.max_retry_after_ms, |v| {
-                duration("retry.maxRetryAfterMs", v, 0.0)
-            })?,
+            max_attempts: attempts.num().map_or(self.max_attempts, |v| v as u32),
+            base_delay_ms: base.num().unwrap_or(self.base_delay_ms),
+            max_delay_ms: max.num().unwrap_or(self.max_delay_ms),
+            jitter: jitter.text().and_then(Jitter::parse).unwrap_or(self.jitter),
+            statuses: match statuses {
+                Given::Nums(list) => list.iter().map(|&s| s as u16).collect(),
+                _ => self.statuses.clone(),
+            },
+            methods: match methods {
+                Given::Texts(list) => list.iter().map(|m| m.to_ascii_uppercase()).collect(),
+                _ => self.methods.clone(),
+            },
+            retry_after: retry_after.flag().unwrap_or(self.retry_after),
+            max_retry_after_ms: max_retry_after.num().unwrap_or(self.max_retry_after_ms),
         })
     }
 }
@@ -318,18 +341,16 @@ impl Default for BudgetConfig {
 }
 
 impl BudgetConfig {
-    fn from_raw(raw: &RawBudget) -> Result<Self> {
+    fn from_members(g: &[Given]) -> Result<Self> {
+        check("budget", &BUDGET, g)?;
+        let [ratio, min_retries, window_ms] = g else {
+            return Err(unread("budget"));
+        };
         let d = Self::default();
         Ok(Self {
-            ratio: or(raw.ratio, d.ratio, |v| {
-                in_range("budget.ratio", v, 0.0, 1.0, "must be from 0 to 1")
-            })?,
-            min_retries: or(raw.min_retries, d.min_retries, |v| {
-                count("budget.minRetries", v, 0.0, MAX_DURATION_MS)
-            })?,
-            window_ms: or(raw.window_ms, d.window_ms, |v| {
-                duration("budget.windowMs", v, 1.0)
-            })?,
+            ratio: ratio.num().unwrap_or(d.ratio),
+            min_retries: min_retries.num().map_or(d.min_retries, |v| v as u32),
+            window_ms: window_ms.num().unwrap_or(d.window_ms),
         })
     }
 }
@@ -367,76 +388,37 @@ impl Default for BreakerConfig {
 }
 
 impl BreakerConfig {
-    fn from_raw(raw: &RawBreaker) -> Result<Self> {
-        let d = Self::default();
-        let open_ms = or(raw.open_ms, d.open_ms, |v| {
-            duration("breaker.openMs", v, 0.0)
-        })?;
-        let max_open_ms = match raw.max_open_ms {
-            None => d.max_open_ms.max(open_ms),
-            Some(v) => {
-                let v = duration("breaker.maxOpenMs", v, 0.0)?;
-                if v < open_ms {
-                    return Err(OptionsError::new(
-                        "breaker.maxOpenMs",
-                        "must be at least openMs",
-                    ));
-                }
-                v
-            }
+    fn from_members(g: &[Given]) -> Result<Self> {
+        let [window_ms, min_samples, failure_rate, consecutive, open_ms, max_open_ms, probes, mode, k] =
+            g
+        else {
+            return Err(unread("breaker"));
         };
+        let adaptive = mode.text() == Some("adaptive");
+        // `k` (last) only in adaptive mode.
+        let checked = if adaptive { g.len() } else { g.len() - 1 };
+        check("breaker", &BREAKER, g.get(..checked).unwrap_or(g))?;
+        let d = Self::default();
+        let open_ms = open_ms.num().unwrap_or(d.open_ms);
+        let max_open_ms = max_open_ms.num().unwrap_or(d.max_open_ms.max(open_ms));
+        if max_open_ms < open_ms {
+            return Err(OptionsError::new(
+                "breaker.maxOpenMs",
+                "must be at least openMs",
+            ));
+        }
         Ok(Self {
-            window_ms: or(raw.window_ms, d.window_ms, |v| {
-                duration("breaker.windowMs", v, 1.0)
-            })?,
-            min_samples: or(raw.min_samples, d.min_samples, |v| {
-                count("breaker.minSamples", v, 1.0, MAX_DURATION_MS)
-            })?,
-            failure_rate: or(raw.failure_rate, d.failure_rate, |v| {
-                let v = in_range(
-                    "breaker.failureRate",
-                    v,
-                    0.0,
-                    1.0,
-                    "must be above 0 and at most 1",
-                )?;
-                if v > 0.0 {
-                    Ok(v)
-                } else {
-                    Err(OptionsError::new(
-                        "breaker.failureRate",
-                        "must be above 0 and at most 1",
-                    ))
-                }
-            })?,
-            consecutive_failures: match raw.consecutive_failures {
-                Toggle::Default => d.consecutive_failures,
-                Toggle::Off => None,
-                Toggle::On(v) => Some(count(
-                    "breaker.consecutiveFailures",
-                    v,
-                    1.0,
-                    MAX_DURATION_MS,
-                )?),
+            window_ms: window_ms.num().unwrap_or(d.window_ms),
+            min_samples: min_samples.num().map_or(d.min_samples, |v| v as u32),
+            failure_rate: failure_rate.num().unwrap_or(d.failure_rate),
+            consecutive_failures: match consecutive {
+                Given::Off => None,
+                g => g.num().map_or(d.consecutive_failures, |v| Some(v as u32)),
             },
             open_ms,
             max_open_ms,
-            half_open_probes: or(raw.half_open_probes, d.half_open_probes, |v| {
-                count("breaker.halfOpenProbes", v, 1.0, MAX_DURATION_MS)
-            })?,
-            adaptive_k: match raw.mode.as_deref() {
-                None | Some("binary") => None,
-                Some("adaptive") => Some(or(raw.k, DEFAULT_ADAPTIVE_K, |v| {
-                    // k < 1 would shed load from a backend that accepts everything.
-                    in_range("breaker.k", v, 1.0, 100.0, "must be from 1 to 100")
-                })?),
-                Some(_) => {
-                    return Err(OptionsError::new(
-                        "breaker.mode",
-                        "must be 'binary' or 'adaptive'",
-                    ))
-                }
-            },
+            half_open_probes: probes.num().map_or(d.half_open_probes, |v| v as u32),
+            adaptive_k: adaptive.then(|| k.num().unwrap_or(DEFAULT_ADAPTIVE_K)),
         })
     }
 }
@@ -454,15 +436,15 @@ impl Default for LimiterConfig {
 }
 
 impl LimiterConfig {
-    fn from_raw(raw: &RawConcurrency) -> Result<Self> {
+    fn from_members(g: &[Given]) -> Result<Self> {
+        check("concurrency", &CONCURRENCY, g)?;
+        let [max, queue] = g else {
+            return Err(unread("concurrency"));
+        };
         let d = Self::default();
         Ok(Self {
-            max: or(raw.max, d.max, |v| {
-                count("concurrency.max", v, 1.0, MAX_DURATION_MS)
-            })?,
-            queue: or(raw.queue, d.queue, |v| {
-                count("concurrency.queue", v, 0.0, MAX_DURATION_MS)
-            })?,
+            max: max.num().map_or(d.max, |v| v as u32),
+            queue: queue.num().map_or(d.queue, |v| v as u32),
         })
     }
 }
@@ -483,13 +465,17 @@ impl Default for StorageConfig {
 }
 
 impl StorageConfig {
-    fn from_raw(raw: &RawStorage) -> Result<Self> {
+    fn from_members(g: &[Given]) -> Result<Self> {
+        check("storage", &STORAGE, g)?;
+        let [prefix, max_entry_bytes] = g else {
+            return Err(unread("storage"));
+        };
         let d = Self::default();
         Ok(Self {
-            prefix: raw.prefix.clone().unwrap_or(d.prefix),
-            max_entry_bytes: or(raw.max_entry_bytes, d.max_entry_bytes, |v| {
-                count("storage.maxEntryBytes", v, 1.0, MAX_DURATION_MS)
-            })?,
+            prefix: prefix.text().map_or(d.prefix, str::to_owned),
+            max_entry_bytes: max_entry_bytes
+                .num()
+                .map_or(d.max_entry_bytes, |v| v as u32),
         })
     }
 }
@@ -538,65 +524,77 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
-    pub fn from_raw(raw: &RawClientOptions) -> Result<ClientConfig> {
+    /// A client's settings from its options' members ([`CLIENT`]).
+    pub fn from_members(g: &[Given]) -> Result<ClientConfig> {
+        check("", &CLIENT, g)?;
+        let [timeout, gateway, deadline, retry, budget, breaker, concurrency, dedupe, wait, cross_tab, hedge, rate_limit, storage] =
+            g
+        else {
+            return Err(unread("options"));
+        };
         let d = Self::default();
         Ok(Self {
-            timeout_ms: timeout(raw, d.timeout_ms)?,
-            deadline_ms: or(raw.deadline_ms, d.deadline_ms, |v| {
-                duration("deadlineMs", v, 1.0)
-            })?,
-            retry: toggle(&raw.retry, |r| RetryConfig::default().merged(r))?,
-            budget: toggle(&raw.budget, BudgetConfig::from_raw)?,
-            breaker: toggle(&raw.breaker, BreakerConfig::from_raw)?,
-            concurrency: toggle(&raw.concurrency, LimiterConfig::from_raw)?,
-            dedupe: raw.dedupe.unwrap_or(d.dedupe),
-            wait_for_online: raw.wait_for_online.unwrap_or(d.wait_for_online),
-            cross_tab: raw.cross_tab.unwrap_or(d.cross_tab),
-            rate_limit: raw.rate_limit.unwrap_or(d.rate_limit),
-            storage: toggle(&raw.storage, StorageConfig::from_raw)?,
-            hedge: HedgeConfig::resolve(&raw.hedge, None)?,
+            timeout_ms: timeout_of(timeout, gateway, d.timeout_ms)?,
+            deadline_ms: deadline.num().unwrap_or(d.deadline_ms),
+            retry: toggle(retry, |r| RetryConfig::default().merged(r))?,
+            budget: toggle(budget, BudgetConfig::from_members)?,
+            breaker: toggle(breaker, BreakerConfig::from_members)?,
+            concurrency: toggle(concurrency, LimiterConfig::from_members)?,
+            dedupe: dedupe.flag().unwrap_or(d.dedupe),
+            wait_for_online: wait.flag().unwrap_or(d.wait_for_online),
+            cross_tab: cross_tab.flag().unwrap_or(d.cross_tab),
+            rate_limit: rate_limit.flag().unwrap_or(d.rate_limit),
+            storage: toggle(storage, StorageConfig::from_members)?,
+            hedge: HedgeConfig::resolve(hedge, None)?,
         })
     }
 
-    /// A derived client's settings (`client.extend(raw)`): `raw` over
-    /// these, as a call's options are (`retry` merged field by field).
-    /// What the derived client shares with its parent (budget, breakers,
-    /// concurrency, storage, the cross-tab link) cannot be set.
-    pub fn extended(&self, raw: &RawClientOptions) -> Result<ClientConfig> {
+    /// [`ClientConfig::from_members`] of options written in Rust.
+    pub fn from_raw(raw: &RawClientOptions) -> Result<ClientConfig> {
+        Self::from_members(&raw.members())
+    }
+
+    /// A derived client's settings (`client.extend(options)`, its members
+    /// by [`CLIENT`]): the options over these, as a call's options are
+    /// (`retry` merged field by field). What the derived client shares
+    /// with its parent (budget, breakers, concurrency, storage, the
+    /// cross-tab link) cannot be set.
+    pub fn extend_members(&self, g: &[Given]) -> Result<ClientConfig> {
+        let [timeout, gateway, deadline, retry, budget, breaker, concurrency, dedupe, wait, cross_tab, hedge, rate_limit, storage] =
+            g
+        else {
+            return Err(unread("options"));
+        };
         let shared = [
-            ("budget", !matches!(raw.budget, Toggle::Default)),
-            ("breaker", !matches!(raw.breaker, Toggle::Default)),
-            ("concurrency", !matches!(raw.concurrency, Toggle::Default)),
-            ("storage", !matches!(raw.storage, Toggle::Default)),
-            ("crossTab", raw.cross_tab.is_some()),
+            ("budget", budget),
+            ("breaker", breaker),
+            ("concurrency", concurrency),
+            ("storage", storage),
+            ("crossTab", cross_tab),
         ];
-        if let Some((name, _)) = shared.iter().find(|(_, set)| *set) {
+        if let Some((name, _)) = shared.iter().find(|(_, g)| !matches!(g, Given::Absent)) {
             return Err(OptionsError::new(
                 name,
                 "cannot be changed in extend(): a derived client shares its parent's",
             ));
         }
-        let call = CallConfig::resolve(
-            self,
-            &RawCallOptions {
-                timeout_ms: None,
-                deadline_ms: raw.deadline_ms,
-                retry: raw.retry.clone(),
-                wait_for_online: raw.wait_for_online,
-                hedge: raw.hedge.clone(),
-                rate_limit: raw.rate_limit,
-            },
-        )?;
+        check("", &CLIENT, g)?;
+        let call = CallConfig::over(self, [&ABSENT, deadline, retry, wait, hedge, rate_limit])?;
         Ok(ClientConfig {
-            timeout_ms: timeout(raw, self.timeout_ms)?,
+            timeout_ms: timeout_of(timeout, gateway, self.timeout_ms)?,
             deadline_ms: call.deadline_ms,
             retry: call.retry,
-            dedupe: raw.dedupe.unwrap_or(self.dedupe),
+            dedupe: dedupe.flag().unwrap_or(self.dedupe),
             wait_for_online: call.wait_for_online,
             rate_limit: call.rate_limit,
             hedge: call.hedge,
             ..self.clone()
         })
+    }
+
+    /// [`ClientConfig::extend_members`] of options written in Rust.
+    pub fn extended(&self, raw: &RawClientOptions) -> Result<ClientConfig> {
+        self.extend_members(&raw.members())
     }
 
     /// Statuses the breaker counts as failures: `retry.statuses`, or the
@@ -620,37 +618,46 @@ pub struct CallConfig {
 }
 
 impl CallConfig {
+    /// The call's options' members ([`CALL`]) over the client's settings.
     /// A call's `retry` object is merged field by field over the client's
     /// (over the defaults when the client has `retry: false`); `retry: false`
     /// turns retries off for this call.
-    pub fn resolve(client: &ClientConfig, raw: &RawCallOptions) -> Result<CallConfig> {
+    pub fn resolve_members(client: &ClientConfig, g: &[Given]) -> Result<CallConfig> {
+        check("", &CALL, g)?;
+        let [timeout, deadline, retry, wait, hedge, rate_limit] = g else {
+            return Err(unread("options"));
+        };
+        Self::over(client, [timeout, deadline, retry, wait, hedge, rate_limit])
+    }
+
+    /// The members ([`CALL`]'s, checked) over the client's settings.
+    fn over(client: &ClientConfig, g: [&Given; 6]) -> Result<CallConfig> {
+        let [timeout, deadline, retry, wait, hedge, rate_limit] = g;
         Ok(Self {
-            timeout_ms: or(raw.timeout_ms, client.timeout_ms, |v| {
-                duration("timeoutMs", v, 1.0)
-            })?,
-            deadline_ms: or(raw.deadline_ms, client.deadline_ms, |v| {
-                duration("deadlineMs", v, 1.0)
-            })?,
-            retry: match &raw.retry {
-                Toggle::Default => client.retry.clone(),
-                Toggle::Off => None,
-                Toggle::On(r) => Some(client.retry.clone().unwrap_or_default().merged(r)?),
+            timeout_ms: timeout.num().unwrap_or(client.timeout_ms),
+            deadline_ms: deadline.num().unwrap_or(client.deadline_ms),
+            retry: match retry {
+                Given::Off => None,
+                Given::Group(r) => Some(client.retry.clone().unwrap_or_default().merged(r)?),
+                _ => client.retry.clone(),
             },
-            wait_for_online: raw.wait_for_online.unwrap_or(client.wait_for_online),
-            hedge: HedgeConfig::resolve(&raw.hedge, client.hedge)?,
-            rate_limit: raw.rate_limit.unwrap_or(client.rate_limit),
+            wait_for_online: wait.flag().unwrap_or(client.wait_for_online),
+            hedge: HedgeConfig::resolve(hedge, client.hedge)?,
+            rate_limit: rate_limit.flag().unwrap_or(client.rate_limit),
         })
+    }
+
+    /// [`CallConfig::resolve_members`] of options written in Rust.
+    pub fn resolve(client: &ClientConfig, raw: &RawCallOptions) -> Result<CallConfig> {
+        Self::resolve_members(client, &raw.members())
     }
 }
 
-/// `timeoutMs`, else one derived from `gatewayTimeoutMs`, else `default`.
-fn timeout(raw: &RawClientOptions, default: f64) -> Result<f64> {
-    let gateway = raw
-        .gateway_timeout_ms
-        .map(|v| duration("gatewayTimeoutMs", v, 1.0))
-        .transpose()?;
-    match (raw.timeout_ms, gateway) {
-        (Some(v), _) => duration("timeoutMs", v, 1.0),
+/// `timeoutMs`, else one derived from `gatewayTimeoutMs`, else `default`
+/// (both checked already).
+fn timeout_of(timeout: &Given, gateway: &Given, default: f64) -> Result<f64> {
+    match (timeout.num(), gateway.num()) {
+        (Some(v), _) => Ok(v),
         (None, Some(g)) => {
             let derived = (g * 6.0 / 5.0).ceil();
             if derived > MAX_DURATION_MS {
@@ -665,93 +672,13 @@ fn timeout(raw: &RawClientOptions, default: f64) -> Result<f64> {
     }
 }
 
-fn toggle<R, C: Default>(
-    raw: &Toggle<R>,
-    build: impl FnOnce(&R) -> Result<C>,
-) -> Result<Option<C>> {
-    match raw {
-        Toggle::Default => Ok(Some(C::default())),
-        Toggle::Off => Ok(None),
-        Toggle::On(r) => build(r).map(Some),
-    }
-}
-
-/// `check(value)` when given, else `default`.
-fn or<T>(value: Option<f64>, default: T, check: impl FnOnce(f64) -> Result<T>) -> Result<T> {
-    value.map_or(Ok(default), check)
-}
-
-fn finite(option: &str, v: f64) -> Result<f64> {
-    if v.is_finite() {
-        Ok(v)
-    } else {
-        Err(OptionsError::new(option, "must be a finite number"))
-    }
-}
-
-fn in_range(option: &str, v: f64, min: f64, max: f64, reason: &str) -> Result<f64> {
-    let v = finite(option, v)?;
-    if (min..=max).contains(&v) {
-        Ok(v)
-    } else {
-        Err(OptionsError::new(option, reason))
-    }
-}
-
-fn integer(option: &str, v: f64, min: f64, max: f64) -> Result<f64> {
-    let v = finite(option, v)?;
-    if v.fract() == 0.0 && (min..=max).contains(&v) {
-        Ok(v)
-    } else {
-        Err(OptionsError::new(
-            option,
-            &cat(&[
-                "must be an integer from ",
-                &decimal(min as u64),
-                " to ",
-                &decimal(max as u64),
-            ]),
-        ))
-    }
-}
-
-/// Milliseconds: an integer from `min` to 2^31-1.
-fn duration(option: &str, v: f64, min: f64) -> Result<f64> {
-    integer(option, v, min, MAX_DURATION_MS)
-}
-
-/// An integer from `min` to `max` (`max` <= 2^31-1), as u32.
-fn count(option: &str, v: f64, min: f64, max: f64) -> Result<u32> {
-    integer(option, v, min, max).map(|v| v as u32)
-}
-
-fn status(v: f64) -> Result<u16> {
-    if v.is_finite() && v.fract() == 0.0 && (100.0..=599.0).contains(&v) {
-        Ok(v as u16)
-    } else {
-        Err(OptionsError::new(
-            "retry.statuses",
-            "must hold integers from 100 to 599",
-        ))
-    }
-}
-
-/// An RFC 9110 token (one or more `tchar`s): what a method name must be,
-/// for the `method` option and for `retry.methods` alike.
-pub fn is_token(s: &str) -> bool {
-    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    !s.is_empty() && s.bytes().all(tchar)
-}
-
-/// An HTTP method token (RFC 9110 `tchar`s), uppercased.
-fn method(m: &str) -> Result<String> {
-    if is_token(m) {
-        Ok(m.to_ascii_uppercase())
-    } else {
-        Err(OptionsError::new(
-            "retry.methods",
-            "must hold HTTP method names",
-        ))
+/// A sub-option as given: absent (its defaults), `false` (off), or its
+/// members, which `build` makes a config of.
+fn toggle<C: Default>(g: &Given, build: impl FnOnce(&[Given]) -> Result<C>) -> Result<Option<C>> {
+    match g {
+        Given::Off => Ok(None),
+        Given::Group(m) => build(m).map(Some),
+        _ => Ok(Some(C::default())),
     }
 }
 
@@ -908,6 +835,103 @@ mod tests {
     }
 
     const NOT_FINITE: [f64; 3] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
+
+    /// The reasons each rule gives, word for word (API.md and the JS
+    /// tests show them), now that every text comes from a table.
+    #[test]
+    fn each_rule_gives_its_reason() {
+        let reason = |r: Result<ClientConfig>| r.unwrap_err().reason;
+        let attempts = |v| {
+            retry(RawRetry {
+                max_attempts: Some(v),
+                ..Default::default()
+            })
+        };
+        assert_eq!(reason(attempts(0.0)), "must be an integer from 1 to 10");
+        assert_eq!(reason(attempts(f64::NAN)), "must be a finite number");
+        let ratio = budget(RawBudget {
+            ratio: Some(2.0),
+            ..Default::default()
+        });
+        assert_eq!(reason(ratio), "must be from 0 to 1");
+        let rate = breaker(RawBreaker {
+            failure_rate: Some(0.0),
+            ..Default::default()
+        });
+        assert_eq!(reason(rate), "must be above 0 and at most 1");
+        let tiny = breaker(RawBreaker {
+            failure_rate: Some(f64::from_bits(1)),
+            ..Default::default()
+        });
+        assert_eq!(
+            tiny.unwrap().breaker.unwrap().failure_rate,
+            f64::from_bits(1)
+        );
+        let statuses = retry(RawRetry {
+            statuses: Some(vec![99.0]),
+            ..Default::default()
+        });
+        assert_eq!(reason(statuses), "must hold integers from 100 to 599");
+        let methods = retry(RawRetry {
+            methods: Some(vec!["a b".into()]),
+            ..Default::default()
+        });
+        assert_eq!(reason(methods), "must hold HTTP method names");
+        let jitter = retry(RawRetry {
+            jitter: Some("Full".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            reason(jitter),
+            "must be 'full', 'equal', 'decorrelated' or 'none'"
+        );
+        let mode = breaker(RawBreaker {
+            mode: Some("smart".into()),
+            ..Default::default()
+        });
+        assert_eq!(reason(mode), "must be 'binary' or 'adaptive'");
+        let queue = concurrency(RawConcurrency {
+            queue: Some(-1.0),
+            ..Default::default()
+        });
+        assert_eq!(reason(queue), "must be an integer from 0 to 2147483647");
+        let hedge = client(RawClientOptions {
+            hedge: Toggle::On(RawHedge::default()),
+            ..Default::default()
+        });
+        assert_eq!(reason(hedge), "is required (a number or 'p95')");
+    }
+
+    #[test]
+    fn each_table_names_a_member_once() {
+        for table in [
+            &CLIENT[..],
+            &CALL,
+            &RETRY,
+            &BUDGET,
+            &BREAKER,
+            &CONCURRENCY,
+            &STORAGE,
+            &HEDGE,
+        ] {
+            for (i, opt) in table.iter().enumerate() {
+                assert!(
+                    table.iter().skip(i + 1).all(|o| o.key != opt.key),
+                    "{}",
+                    opt.key
+                );
+            }
+        }
+        // The Rust-written options give as many members as the tables read.
+        assert_eq!(RawClientOptions::default().members().len(), CLIENT.len());
+        assert_eq!(RawCallOptions::default().members().len(), CALL.len());
+        assert_eq!(RawRetry::default().members().len(), RETRY.len());
+        assert_eq!(RawBudget::default().members().len(), BUDGET.len());
+        assert_eq!(RawBreaker::default().members().len(), BREAKER.len());
+        assert_eq!(RawConcurrency::default().members().len(), CONCURRENCY.len());
+        assert_eq!(RawStorage::default().members().len(), STORAGE.len());
+        assert_eq!(RawHedge::default().members().len(), HEDGE.len());
+    }
 
     #[test]
     fn empty_options_give_api_defaults() {

@@ -132,7 +132,7 @@ impl Client {
                     "cannot be changed in extend(): a derived client shares its parent's module",
                 ));
             }
-            let cfg = self.builder.cfg.extended(&read_client(&r)?)?;
+            let cfg = self.builder.cfg.extend_members(&read_client(&r)?)?;
             let transport = match r.value("fetch")? {
                 Some(_) => Some(Transport::read(&r)?),
                 None => None,
@@ -218,7 +218,7 @@ impl Client {
     fn build(options: &JsValue) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
         let transport = Transport::read(&r)?;
-        let cfg = ClientConfig::from_raw(&read_client(&r)?)?;
+        let cfg = ClientConfig::from_members(&read_client(&r)?)?;
         let builder = Builder::read(&r, cfg.clone(), Layer::new(None, None))?;
         let prefix = cfg
             .storage

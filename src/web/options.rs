@@ -1,9 +1,12 @@
 //! Reading option objects from JS into the policy core's raw structs.
 //!
-//! Only types are checked here (a key of the wrong type is an
+//! The policy options are read by their tables (`policy::options::CLIENT`,
+//! `CALL`): [`Reader::members`] walks one and reads each member by its
+//! kind. Only types are checked here (a key of the wrong type is an
 //! `OptionsError` naming it); ranges and defaults are the policy core's
-//! (`ClientConfig::from_raw`), where native tests prove them. A getter that
-//! throws is reported as invalid, never propagated as a panic.
+//! (`option_table::check`, `ClientConfig::from_members`), where native
+//! tests prove them. A getter that throws is reported as invalid, never
+//! propagated as a panic.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -11,19 +14,8 @@ use wasm_bindgen::JsCast;
 use super::convert::get;
 use super::host::{array_from, entries, instance_of};
 use crate::policy::call_options::{RawIdemKey, Scalar};
-use crate::policy::options::{
-    OptionsError, RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency,
-    RawHedge, RawRetry, RawStorage, Toggle,
-};
-use crate::text::cat;
-
-fn join(prefix: &str, k: &str) -> String {
-    if prefix.is_empty() {
-        k.to_string()
-    } else {
-        cat(&[prefix, ".", k])
-    }
-}
+use crate::policy::option_table::{dotted as join, Given, Kind, Opt};
+use crate::policy::options::{OptionsError, CALL, CLIENT};
 
 /// A reader over one options object; `prefix` makes dotted option names.
 pub struct Reader<'a> {
@@ -72,17 +64,6 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// `number | false`: absent is the default, `false` turns it off.
-    pub fn num_or_off(&self, k: &str) -> Result<Toggle<f64>, OptionsError> {
-        match self.value(k)? {
-            None => Ok(Toggle::Default),
-            Some(v) if v.as_bool() == Some(false) => Ok(Toggle::Off),
-            Some(v) => v.as_f64().map(Toggle::On).ok_or_else(|| {
-                OptionsError::new(&join(self.prefix, k), "must be a number or false")
-            }),
-        }
-    }
-
     pub fn bool(&self, k: &str) -> Result<Option<bool>, OptionsError> {
         match self.value(k)? {
             None => Ok(None),
@@ -103,66 +84,53 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn array(&self, k: &str) -> Result<Option<js_sys::Array>, OptionsError> {
-        match self.value(k)? {
-            None => Ok(None),
-            Some(v) if js_sys::Array::is_array(&v) => array_from(&v)
-                .map(Some)
-                .map_err(|_| OptionsError::new(&join(self.prefix, k), "could not be read")),
-            Some(_) => Err(OptionsError::new(&join(self.prefix, k), "must be an array")),
-        }
+    /// The members `table` names, each read by its kind.
+    pub fn members(&self, table: &[Opt]) -> Result<Vec<Given>, OptionsError> {
+        table.iter().map(|opt| self.given(opt)).collect()
     }
 
-    pub fn numbers(&self, k: &str) -> Result<Option<Vec<f64>>, OptionsError> {
-        let Some(arr) = self.array(k)? else {
-            return Ok(None);
+    /// The member `opt` names, read by its kind; of another type, the
+    /// kind's `expects()`.
+    fn given(&self, opt: &Opt) -> Result<Given, OptionsError> {
+        let k = opt.key;
+        let Some(v) = self.value(k)? else {
+            return Ok(Given::Absent);
         };
-        arr.iter()
-            .map(|v| {
-                v.as_f64().ok_or_else(|| {
-                    OptionsError::new(&join(self.prefix, k), "must hold numbers only")
+        let fails = |reason| OptionsError::new(&join(self.prefix, k), reason);
+        let off = v.as_bool() == Some(false);
+        let given = match opt.kind {
+            Kind::Num => v.as_f64().map(Given::Num),
+            Kind::NumOrOff if off => Some(Given::Off),
+            Kind::NumOrOff => v.as_f64().map(Given::Num),
+            Kind::Bool => v.as_bool().map(Given::Bool),
+            Kind::Text => v.as_string().map(Given::Text),
+            Kind::MsOrP95 => match v.as_string() {
+                Some(p) if p == "p95" => Some(Given::Text(p)),
+                _ => v.as_f64().map(Given::Num),
+            },
+            Kind::Nums | Kind::Texts if js_sys::Array::is_array(&v) => {
+                let list = array_from(&v).map_err(|_| fails("could not be read"))?;
+                let wrong = || fails(opt.kind.each());
+                Some(if matches!(opt.kind, Kind::Texts) {
+                    let texts = list.iter().map(|x| x.as_string()).collect::<Option<_>>();
+                    Given::Texts(texts.ok_or_else(wrong)?)
+                } else {
+                    let nums = list.iter().map(|x| x.as_f64()).collect::<Option<_>>();
+                    Given::Nums(nums.ok_or_else(wrong)?)
                 })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
-    }
-
-    pub fn strings(&self, k: &str) -> Result<Option<Vec<String>>, OptionsError> {
-        let Some(arr) = self.array(k)? else {
-            return Ok(None);
-        };
-        arr.iter()
-            .map(|v| {
-                v.as_string().ok_or_else(|| {
-                    OptionsError::new(&join(self.prefix, k), "must hold strings only")
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
-    }
-
-    /// A `false | object` sub-option, read by `read`.
-    pub fn toggle<T>(
-        &self,
-        k: &str,
-        read: impl FnOnce(&Reader) -> Result<T, OptionsError>,
-    ) -> Result<Toggle<T>, OptionsError> {
-        match self.value(k)? {
-            None => Ok(Toggle::Default),
-            Some(v) if v.as_bool() == Some(false) => Ok(Toggle::Off),
-            Some(v) if v.is_object() && !v.is_function() => {
+            }
+            Kind::Group(_) if off => Some(Given::Off),
+            Kind::Group(table) if v.is_object() && !v.is_function() => {
                 let name = join(self.prefix, k);
                 let sub = Reader {
                     obj: Some(&v),
                     prefix: &name,
                 };
-                read(&sub).map(Toggle::On)
+                Some(Given::Group(sub.members(table)?))
             }
-            Some(_) => Err(OptionsError::new(
-                &join(self.prefix, k),
-                "must be false or an object",
-            )),
-        }
+            _ => None,
+        };
+        given.ok_or_else(|| fails(opt.kind.expects()))
     }
 
     /// A `Record<string, string | undefined>` (headers; query values are
@@ -214,96 +182,14 @@ pub fn pair_of(pair: &JsValue) -> Option<(JsValue, JsValue)> {
     (pair.length() == 2).then(|| (pair.get(0), pair.get(1)))
 }
 
-fn read_retry(r: &Reader) -> Result<RawRetry, OptionsError> {
-    Ok(RawRetry {
-        max_attempts: r.num("maxAttempts")?,
-        base_delay_ms: r.num("baseDelayMs")?,
-        max_delay_ms: r.num("maxDelayMs")?,
-        jitter: r.string("jitter")?,
-        statuses: r.numbers("statuses")?,
-        methods: r.strings("methods")?,
-        retry_after: r.bool("retryAfter")?,
-        max_retry_after_ms: r.num("maxRetryAfterMs")?,
-    })
+/// A client's options' members (`CLIENT`).
+pub fn read_client(r: &Reader) -> Result<Vec<Given>, OptionsError> {
+    r.members(&CLIENT)
 }
 
-pub fn read_client(r: &Reader) -> Result<RawClientOptions, OptionsError> {
-    Ok(RawClientOptions {
-        timeout_ms: r.num("timeoutMs")?,
-        gateway_timeout_ms: r.num("gatewayTimeoutMs")?,
-        deadline_ms: r.num("deadlineMs")?,
-        retry: r.toggle("retry", read_retry)?,
-        budget: r.toggle("budget", |r| {
-            Ok(RawBudget {
-                ratio: r.num("ratio")?,
-                min_retries: r.num("minRetries")?,
-                window_ms: r.num("windowMs")?,
-            })
-        })?,
-        breaker: r.toggle("breaker", |r| {
-            Ok(RawBreaker {
-                window_ms: r.num("windowMs")?,
-                min_samples: r.num("minSamples")?,
-                failure_rate: r.num("failureRate")?,
-                consecutive_failures: r.num_or_off("consecutiveFailures")?,
-                open_ms: r.num("openMs")?,
-                max_open_ms: r.num("maxOpenMs")?,
-                half_open_probes: r.num("halfOpenProbes")?,
-                mode: r.string("mode")?,
-                k: r.num("k")?,
-            })
-        })?,
-        concurrency: r.toggle("concurrency", |r| {
-            Ok(RawConcurrency {
-                max: r.num("max")?,
-                queue: r.num("queue")?,
-            })
-        })?,
-        dedupe: r.bool("dedupe")?,
-        wait_for_online: r.bool("waitForOnline")?,
-        cross_tab: r.bool("crossTab")?,
-        hedge: r.toggle("hedge", read_hedge)?,
-        rate_limit: r.bool("rateLimit")?,
-        storage: r.toggle("storage", |r| {
-            Ok(RawStorage {
-                prefix: r.string("prefix")?,
-                max_entry_bytes: r.num("maxEntryBytes")?,
-            })
-        })?,
-    })
-}
-
-pub fn read_call(r: &Reader) -> Result<RawCallOptions, OptionsError> {
-    Ok(RawCallOptions {
-        timeout_ms: r.num("timeoutMs")?,
-        deadline_ms: r.num("deadlineMs")?,
-        retry: r.toggle("retry", read_retry)?,
-        wait_for_online: r.bool("waitForOnline")?,
-        hedge: r.toggle("hedge", read_hedge)?,
-        rate_limit: r.bool("rateLimit")?,
-    })
-}
-
-/// `hedge: { afterMs: number | 'p95', max?: number }`.
-fn read_hedge(r: &Reader) -> Result<RawHedge, OptionsError> {
-    let (after_ms, after_p95) = match r.value("afterMs")? {
-        None => (None, false),
-        Some(v) if v.as_string().as_deref() == Some("p95") => (None, true),
-        Some(v) => match v.as_f64() {
-            Some(ms) => (Some(ms), false),
-            None => {
-                return Err(OptionsError::new(
-                    "hedge.afterMs",
-                    "must be a number or 'p95'",
-                ))
-            }
-        },
-    };
-    Ok(RawHedge {
-        after_ms,
-        after_p95,
-        max: r.num("max")?,
-    })
+/// A call's policy options' members (`CALL`).
+pub fn read_call(r: &Reader) -> Result<Vec<Given>, OptionsError> {
+    r.members(&CALL)
 }
 
 /// The caller's signal, if any; anything else under `signal` is invalid.

@@ -283,8 +283,7 @@ impl Builder {
     }
 
     fn common(&self, r: &Reader) -> Result<Common> {
-        let raw = read_call(r)?;
-        let cfg = CallConfig::resolve(&self.cfg, &raw)?;
+        let cfg = CallConfig::resolve_members(&self.cfg, &read_call(r)?)?;
         let idem = call_options::idempotency_key(read_idempotency_key(r)?)?.map(|k| match k {
             IdemKey::Random => uuid_v4(),
             IdemKey::Given(s) => s,
