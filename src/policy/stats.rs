@@ -6,43 +6,36 @@
 //! the limiter at the boundary.
 
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(
-    target_arch = "wasm32",
-    derive(serde::Serialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct Stats {
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub requests: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub attempts: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub retries: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub timeouts: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub failures: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub breaker_opens: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub budget_denied: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub queue_rejected: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub deduped: u64,
-    #[cfg_attr(target_arch = "wasm32", serde(serialize_with = "number"))]
     pub fallbacks: u64,
 }
 
-/// A counter as a JS number, as `as f64` writes it (exact below 2^53, which
-/// no counter reaches). serde-wasm-bindgen's own u64 path range-checks and
-/// formats the value into an error, linking integer formatting: +0.9 KB gzip.
-#[cfg(target_arch = "wasm32")]
-fn number<S: serde::Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(*n as f64)
-}
-
 impl Stats {
+    /// Each counter by its name in `client.stats()`, in declaration order.
+    pub fn named(&self) -> [(&'static str, u64); 10] {
+        [
+            ("requests", self.requests),
+            ("attempts", self.attempts),
+            ("retries", self.retries),
+            ("timeouts", self.timeouts),
+            ("failures", self.failures),
+            ("breakerOpens", self.breaker_opens),
+            ("budgetDenied", self.budget_denied),
+            ("queueRejected", self.queue_rejected),
+            ("deduped", self.deduped),
+            ("fallbacks", self.fallbacks),
+        ]
+    }
+
     /// Attempts per request; 0 before any request.
     pub fn amplification(&self) -> f64 {
         if self.requests == 0 {
@@ -67,5 +60,27 @@ mod tests {
         s.deduped = 2;
         s.requests = 8;
         assert_eq!(s.amplification(), 0.75);
+    }
+
+    #[test]
+    fn every_counter_is_named_once() {
+        let s = Stats {
+            requests: 1,
+            attempts: 2,
+            retries: 3,
+            timeouts: 4,
+            failures: 5,
+            breaker_opens: 6,
+            budget_denied: 7,
+            queue_rejected: 8,
+            deduped: 9,
+            fallbacks: 10,
+        };
+        let named = s.named();
+        let values: Vec<u64> = named.iter().map(|(_, v)| *v).collect();
+        assert_eq!(values, (1..=10).collect::<Vec<u64>>());
+        for (i, (name, _)) in named.iter().enumerate() {
+            assert!(named.iter().skip(i + 1).all(|(n, _)| n != name), "{name}");
+        }
     }
 }

@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::cancel::CancelReason;
-use super::convert::{to_js, Obj};
+use super::convert::Obj;
 use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
@@ -169,8 +169,13 @@ impl Client {
 
     pub fn stats(&self) -> JsValue {
         let g = &self.engine.st.borrow().guard;
-        // The counters as declared beside them; the gauges from the limiter.
-        let o = Obj(to_js(&g.stats).unchecked_into());
+        // The counters as named beside them (numbers, as `as f64` writes
+        // them: exact below 2^53, which no counter reaches); the gauges
+        // from the limiter.
+        let o = Obj::new();
+        for (name, n) in g.stats.named() {
+            o.set(name, n as f64);
+        }
         o.set("inFlight", g.in_flight())
             .set("queued", g.queued())
             .set("amplification", g.stats.amplification());
@@ -179,7 +184,18 @@ impl Client {
 
     pub fn breakers(&self) -> Array {
         let snaps = self.engine.st.borrow_mut().guard.snapshot(now_ms());
-        snaps.iter().map(to_js).collect()
+        snaps
+            .iter()
+            .map(|s| {
+                let o = Obj::new();
+                o.set("key", s.key.as_str())
+                    .set("state", s.state.as_str())
+                    .set("samples", s.samples)
+                    .set("failureRate", s.failure_rate)
+                    .set("openForMs", s.open_for_ms);
+                o.into_js()
+            })
+            .collect()
     }
 
     /// Adds a listener; returns its id for `off`.

@@ -1,7 +1,7 @@
 //! `client.on()`: the listeners of a client and the events they receive.
 //!
 //! An event is built only when its type has a listener, and what it says
-//! is grouped by meaning ([`Event`]); its `Serialize` writes it flat, as
+//! is grouped by meaning ([`Event`]); [`Event::to_js`] writes it flat, as
 //! the JS `StormguardEvent`, where a field an event does not carry is
 //! absent, not `undefined`.
 
@@ -11,8 +11,7 @@ use js_sys::Function;
 use wasm_bindgen::JsValue;
 
 use super::call::Call;
-use super::convert::to_js;
-use serde::ser::{Serialize, SerializeStruct, Serializer};
+use super::convert::Obj;
 
 use crate::policy::breaker::State as BreakerState;
 
@@ -59,41 +58,34 @@ pub struct Breaker<'a> {
     pub to: Option<BreakerState>,
 }
 
-/// The JS shape: one flat object, a field the event does not carry absent.
-impl Serialize for Event<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        fn opt<O: SerializeStruct, T: Serialize>(
-            o: &mut O,
-            key: &'static str,
-            value: Option<T>,
-        ) -> Result<(), O::Error> {
-            match value {
-                Some(v) => o.serialize_field(key, &v),
-                None => Ok(()),
+impl Event<'_> {
+    /// The JS shape: one flat object, a field the event does not carry
+    /// absent. Every number goes out as an f64 (as JS has it).
+    fn to_js(&self) -> JsValue {
+        let o = Obj::new();
+        let opt = |key: &str, value: Option<JsValue>| {
+            if let Some(v) = value {
+                o.set(key, v);
             }
-        }
-        // Every number goes out as an f64 (as JS has it): one instance of
-        // `opt` for all of them.
-        let mut o = s.serialize_struct("StormguardEvent", 14)?;
-        o.serialize_field("type", self.kind)?;
-        o.serialize_field("requestId", self.request_id)?;
-        opt(&mut o, "method", self.call.map(|c| c.method))?;
-        opt(&mut o, "url", self.call.map(|c| c.url))?;
-        opt(
-            &mut o,
-            "attempt",
-            self.call.and_then(|c| c.attempt).map(f64::from),
-        )?;
-        opt(&mut o, "elapsedMs", self.times.elapsed_ms)?;
-        opt(&mut o, "remainingMs", self.times.remaining_ms)?;
-        opt(&mut o, "delayMs", self.times.delay_ms)?;
-        opt(&mut o, "reason", self.outcome.reason)?;
-        opt(&mut o, "key", self.breaker.key)?;
-        opt(&mut o, "from", self.breaker.from)?;
-        opt(&mut o, "to", self.breaker.to)?;
-        opt(&mut o, "errorName", self.outcome.error_name)?;
-        opt(&mut o, "status", self.outcome.status.map(f64::from))?;
-        o.end()
+        };
+        let text = |s: Option<&str>| s.map(JsValue::from_str);
+        let num = |n: Option<f64>| n.map(JsValue::from_f64);
+        let state = |s: Option<BreakerState>| text(s.map(BreakerState::as_str));
+        o.set("type", self.kind).set("requestId", self.request_id);
+        opt("method", text(self.call.map(|c| c.method)));
+        opt("url", text(self.call.map(|c| c.url)));
+        let attempt = self.call.and_then(|c| c.attempt);
+        opt("attempt", num(attempt.map(f64::from)));
+        opt("elapsedMs", num(self.times.elapsed_ms));
+        opt("remainingMs", num(self.times.remaining_ms));
+        opt("delayMs", num(self.times.delay_ms));
+        opt("reason", text(self.outcome.reason));
+        opt("key", text(self.breaker.key));
+        opt("from", state(self.breaker.from));
+        opt("to", state(self.breaker.to));
+        opt("errorName", text(self.outcome.error_name));
+        opt("status", num(self.outcome.status.map(f64::from)));
+        o.into_js()
     }
 }
 
@@ -147,7 +139,7 @@ impl Listeners {
             ..Event::default()
         };
         build(&mut event);
-        let event = to_js(&event);
+        let event = event.to_js();
         for f in funcs {
             // A listener that throws must not break the call.
             let _ = f.call1(&JsValue::NULL, &event);
