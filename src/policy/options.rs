@@ -28,8 +28,10 @@
 //! * `gatewayTimeoutMs` is a timeout (> 0) and derives
 //!   `timeoutMs = ceil(1.2 * g)`, computed exactly as `ceil(6g / 5)`.
 //!
-//! When several options are invalid, the first in table order (a
-//! sub-option object's after the top level's) is the one named.
+//! When several options are invalid, one error names the first found: the
+//! top level's numbers are checked first, then each sub-option object (a
+//! call's `retry` and `hedge` before the client's own groups), each in its
+//! table's order.
 
 use super::option_table::{any, check, int, ms, Given, Kind, Opt, Rule};
 pub use super::option_table::{is_token, OptionsError, MAX_DURATION_MS};
@@ -533,19 +535,22 @@ impl ClientConfig {
             return Err(unread("options"));
         };
         let d = Self::default();
+        // What a call may also set, over the defaults as a call's are
+        // over its client's settings.
+        let call = CallConfig::over(&d, [&ABSENT, deadline, retry, wait, hedge, rate_limit])?;
         Ok(Self {
             timeout_ms: timeout_of(timeout, gateway, d.timeout_ms)?,
-            deadline_ms: deadline.num().unwrap_or(d.deadline_ms),
-            retry: toggle(retry, |r| RetryConfig::default().merged(r))?,
+            deadline_ms: call.deadline_ms,
+            retry: call.retry,
             budget: toggle(budget, BudgetConfig::from_members)?,
             breaker: toggle(breaker, BreakerConfig::from_members)?,
             concurrency: toggle(concurrency, LimiterConfig::from_members)?,
             dedupe: dedupe.flag().unwrap_or(d.dedupe),
-            wait_for_online: wait.flag().unwrap_or(d.wait_for_online),
+            wait_for_online: call.wait_for_online,
             cross_tab: cross_tab.flag().unwrap_or(d.cross_tab),
-            rate_limit: rate_limit.flag().unwrap_or(d.rate_limit),
+            rate_limit: call.rate_limit,
             storage: toggle(storage, StorageConfig::from_members)?,
-            hedge: HedgeConfig::resolve(hedge, None)?,
+            hedge: call.hedge,
         })
     }
 
