@@ -28,10 +28,10 @@
 //! * `gatewayTimeoutMs` is a timeout (> 0) and derives
 //!   `timeoutMs = ceil(1.2 * g)`, computed exactly as `ceil(6g / 5)`.
 //!
-//! When several options are invalid, one error names the first found: the
-//! top level's numbers are checked first, then each sub-option object (a
-//! call's `retry` and `hedge` before the client's own groups), each in its
-//! table's order.
+//! When several options are invalid, one error names the first found: a
+//! client's shared groups (`budget`, `breaker`, `concurrency`, `storage`)
+//! first, then the top level's numbers, then `retry` and `hedge`, each
+//! object's members in its table's order.
 
 use super::option_table::{any, check, int, ms, Given, Kind, Opt, Rule};
 pub use super::option_table::{is_token, OptionsError, MAX_DURATION_MS};
@@ -527,31 +527,22 @@ impl Default for ClientConfig {
 
 impl ClientConfig {
     /// A client's settings from its options' members ([`CLIENT`]).
+    /// The groups a derived client shares are made here; the rest is what
+    /// `extend()` may set too, over the defaults.
     pub fn from_members(g: &[Given]) -> Result<ClientConfig> {
-        check("", &CLIENT, g)?;
-        let [timeout, gateway, deadline, retry, budget, breaker, concurrency, dedupe, wait, cross_tab, hedge, rate_limit, storage] =
-            g
-        else {
+        let [_, _, _, _, budget, breaker, concurrency, _, _, cross_tab, _, _, storage] = g else {
             return Err(unread("options"));
         };
         let d = Self::default();
-        // What a call may also set, over the defaults as a call's are
-        // over its client's settings.
-        let call = CallConfig::over(&d, [&ABSENT, deadline, retry, wait, hedge, rate_limit])?;
-        Ok(Self {
-            timeout_ms: timeout_of(timeout, gateway, d.timeout_ms)?,
-            deadline_ms: call.deadline_ms,
-            retry: call.retry,
+        let shared = ClientConfig {
             budget: toggle(budget, BudgetConfig::from_members)?,
             breaker: toggle(breaker, BreakerConfig::from_members)?,
             concurrency: toggle(concurrency, LimiterConfig::from_members)?,
-            dedupe: dedupe.flag().unwrap_or(d.dedupe),
-            wait_for_online: call.wait_for_online,
             cross_tab: cross_tab.flag().unwrap_or(d.cross_tab),
-            rate_limit: call.rate_limit,
             storage: toggle(storage, StorageConfig::from_members)?,
-            hedge: call.hedge,
-        })
+            ..d
+        };
+        shared.over(g)
     }
 
     /// [`ClientConfig::from_members`] of options written in Rust.
@@ -565,9 +556,7 @@ impl ClientConfig {
     /// with its parent (budget, breakers, concurrency, storage, the
     /// cross-tab link) cannot be set.
     pub fn extend_members(&self, g: &[Given]) -> Result<ClientConfig> {
-        let [timeout, gateway, deadline, retry, budget, breaker, concurrency, dedupe, wait, cross_tab, hedge, rate_limit, storage] =
-            g
-        else {
+        let [_, _, _, _, budget, breaker, concurrency, _, _, cross_tab, _, _, storage] = g else {
             return Err(unread("options"));
         };
         let shared = [
@@ -583,7 +572,17 @@ impl ClientConfig {
                 "cannot be changed in extend(): a derived client shares its parent's",
             ));
         }
+        self.over(g)
+    }
+
+    /// The members a derived client may set ([`CLIENT`]'s but the shared
+    /// groups), over these settings.
+    fn over(&self, g: &[Given]) -> Result<ClientConfig> {
         check("", &CLIENT, g)?;
+        let [timeout, gateway, deadline, retry, _, _, _, dedupe, wait, _, hedge, rate_limit, _] = g
+        else {
+            return Err(unread("options"));
+        };
         let call = CallConfig::over(self, [&ABSENT, deadline, retry, wait, hedge, rate_limit])?;
         Ok(ClientConfig {
             timeout_ms: timeout_of(timeout, gateway, self.timeout_ms)?,
