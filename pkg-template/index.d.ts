@@ -239,7 +239,8 @@ export interface ClientOptions extends FetchInit {
    * Obey the quota a server announces (IETF `RateLimit` / `RateLimit-Policy`,
    * `RateLimit-*`, `X-RateLimit-*`, `X-Rate-Limit-*`): when none remains, later
    * calls to the same breaker key sent with the same credentials
-   * (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-API-Key`) wait for
+   * (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-API-Key`, as sent:
+   * `auth.token` and a `headers` function included) wait for
    * the reset, as for a Retry-After (or, if it outlasts their
    * deadline, fail at once with CircuitOpenError and its `retryInMs`); when
    * little remains, calls are spaced over the rest of the window. Waits are

@@ -233,6 +233,9 @@ impl AttemptEnd {
 /// the timer and a cancel also end the attempt when the host's fetch
 /// ignores its signal.
 ///
+/// `pre`: what the client's header functions and token gave the round
+/// (`Io::read`), set on the attempt's Request.
+///
 /// A hedge (`hedge`) sends its own copy of the init, with `cache:
 /// 'no-store'`: an attempt in flight has read the shared init already, or
 /// is about to, and Chromium's HTTP cache lock would hold a second request
@@ -242,7 +245,7 @@ pub async fn attempt(
     transport: &Transport,
     send: Attempt,
     stop: Stop,
-    hedge: bool,
+    (hedge, pre): (bool, &JsValue),
 ) -> (AttemptEnd, Option<Quota>) {
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
@@ -263,6 +266,7 @@ pub async fn attempt(
         attempt: send.attempt,
         hedge,
         sent: &sent,
+        pre,
     };
     let work = std::pin::pin!(run(call, transport, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
@@ -290,12 +294,14 @@ pub async fn attempt(
     }
 }
 
-/// Which attempt `run` makes: its number, whether it is a hedge, and where
-/// it tells that its request has gone out.
+/// Which attempt `run` makes: its number, whether it is a hedge, where
+/// it tells that its request has gone out, and what the client's header
+/// functions and token gave it (`Io::read`; undefined without).
 struct Sending<'a> {
     attempt: u32,
     hedge: bool,
     sent: &'a Cell<bool>,
+    pre: &'a JsValue,
 }
 
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
@@ -313,22 +319,18 @@ async fn run(
 ) -> Result<AttemptEnd, JsValue> {
     let (id, n, method, url) = (&call.request_id, at.attempt, &call.spec.method, &call.url);
     let io = call.layer().io(flag::PER_ATTEMPT);
-    let (own, token) = match io {
-        None => (None, None),
+    let own = match io {
+        None => None,
         Some(io) => {
             let (input, init) = call.target.parts();
-            match settle(io.prepare(&input, &init, call.own(), id, n, method, url)).await {
-                Ok(pair) => {
-                    let pair: js_sys::Array = pair.unchecked_into();
-                    (
-                        Some(Target::own(pair.get(0).unchecked_into())),
-                        pair.get(1).as_f64(),
-                    )
-                }
+            match settle(io.prepare(&input, &init, at.pre, id, n, method, url)).await {
+                Ok(request) => Some(Target::own(request.unchecked_into())),
                 Err(e) => return Ok(AttemptEnd::hook(e, false)),
             }
         }
     };
+    // The refreshes finished when the token it carries was read.
+    let token = get(at.pre, "seen").ok().and_then(|v| v.as_f64());
     at.sent.set(true);
     let target = own.as_ref().unwrap_or(&call.target);
     let mut value = settle(send(transport, target, signal, at.hedge)?).await?;
