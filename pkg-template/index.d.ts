@@ -152,6 +152,15 @@ export declare namespace StandardSchemaV1 {
 export type Validate = ((value: unknown) => boolean) | StandardSchemaV1;
 
 /**
+ * `Options` whose `validate` is `V` (a schema the call's type is inferred
+ * from). Not `Options & { validate: V }`: the intersection of a class such
+ * as zod's with `Validate` is no longer a type its instances satisfy
+ * (`deepPartial(): DeepPartial<this>`), so a zod schema fell through to the
+ * untyped overload and the result was `unknown`.
+ */
+export type ValidatedBy<Options, V> = Omit<Options, 'validate'> & { validate: V };
+
+/**
  * Where the wasm module comes from: a URL (a string resolves against the
  * page's base URL; in Node a string without a scheme is a file path), a
  * fetched Response, its bytes, or a compiled WebAssembly.Module.
@@ -517,7 +526,7 @@ export interface Client {
   /** With a Standard Schema: resolves with its output, typed as it infers. */
   request<S extends StandardSchemaV1>(
     url: string | URL,
-    options: RequestOptions & { validate: S },
+    options: ValidatedBy<RequestOptions, S>,
   ): Promise<StandardSchemaV1.InferOutput<S>>;
   /** With a type guard: resolves with what it guards. */
   request<T>(url: string | URL, options: RequestOptions & { validate: (value: unknown) => value is T }): Promise<T>;
@@ -531,7 +540,7 @@ export interface Client {
    */
   schema<S extends StandardSchemaV1>(
     url: string | URL,
-    options: SchemaOptions<StandardSchemaV1.InferOutput<S>> & { validate: S },
+    options: ValidatedBy<SchemaOptions<StandardSchemaV1.InferOutput<S>>, S>,
   ): Promise<SchemaResult<StandardSchemaV1.InferOutput<S>>>;
   schema<T>(
     url: string | URL,
