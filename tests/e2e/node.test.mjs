@@ -299,3 +299,19 @@ test('auth on a server: a derived client per user, the token read per attempt, o
   assert.equal(api.stats().inFlight, 0);
   api.close();
 });
+
+test('close() ends a call whose async Standard Schema is still answering, at once, as it ends the others', async () => {
+  const client = await createClient({ retry: false });
+  let asked = 0;
+  const never = { '~standard': { version: 1, vendor: 'test', validate: () => (asked++, new Promise(() => {})) } };
+  const pending = client.request(`${server.url}/json?body=${encodeURIComponent('{"a":1}')}&id=node-close-validate`, {
+    validate: never,
+    deadlineMs: 10_000,
+  });
+  const outcome = pending.then(() => 'resolved', (e) => e);
+  while (asked === 0) await new Promise((r) => setTimeout(r, 10));
+  client.close();
+  const e = await Promise.race([outcome, new Promise((r) => setTimeout(() => r('still pending 1 s after close()'), 1000))]);
+  assert.equal(e?.name, 'AbortError', String(e));
+  assert.equal(e.reason, 'client closed');
+});
