@@ -15,6 +15,7 @@ use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
+use super::events::Listeners;
 use super::hooks::flag;
 use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
 use super::runtime::{settle, Alarm, Either, Race, Stop};
@@ -233,10 +234,7 @@ impl AttemptEnd {
 /// the timer and a cancel also end the attempt when the host's fetch
 /// ignores its signal.
 ///
-/// `pre`: what the client's header functions and token gave the round
-/// (`Io::read`), set on the attempt's Request.
-///
-/// A hedge (`hedge`) sends its own copy of the init, with `cache:
+/// A hedge (`leg.hedge`) sends its own copy of the init, with `cache:
 /// 'no-store'`: an attempt in flight has read the shared init already, or
 /// is about to, and Chromium's HTTP cache lock would hold a second request
 /// to the same URL until the first one's headers arrive.
@@ -245,7 +243,7 @@ pub async fn attempt(
     transport: &Transport,
     send: Attempt,
     stop: Stop,
-    (hedge, pre): (bool, &JsValue),
+    leg: Leg<'_>,
 ) -> (AttemptEnd, Option<Quota>) {
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
@@ -263,10 +261,9 @@ pub async fn attempt(
     let quota = Cell::new(None);
     let sent = Cell::new(false);
     let at = Sending {
-        attempt: send.attempt,
-        hedge,
+        send: &send,
         sent: &sent,
-        pre,
+        leg,
     };
     let work = std::pin::pin!(run(call, transport, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
@@ -294,14 +291,25 @@ pub async fn attempt(
     }
 }
 
-/// Which attempt `run` makes: its number, whether it is a hedge, where
-/// it tells that its request has gone out, and what the client's header
-/// functions and token gave it (`Io::read`; undefined without).
+/// How one attempt of a round goes out.
+pub struct Leg<'a> {
+    /// Not the first attempt of its round.
+    pub hedge: bool,
+    /// What the client's header functions and token gave the round
+    /// (`Io::read`; undefined without), set on the attempt's Request.
+    pub pre: &'a JsValue,
+    /// Where the attempt is announced (an `attempt` event) as its request
+    /// goes out: one whose hook failed sent nothing and is not announced,
+    /// as `stats().attempts` does not count it.
+    pub events: &'a Listeners,
+}
+
+/// Which attempt `run` makes, and where it tells that its request has
+/// gone out.
 struct Sending<'a> {
-    attempt: u32,
-    hedge: bool,
+    send: &'a Attempt,
     sent: &'a Cell<bool>,
-    pre: &'a JsValue,
+    leg: Leg<'a>,
 }
 
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
@@ -317,23 +325,32 @@ async fn run(
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let (id, n, method, url) = (&call.request_id, at.attempt, &call.spec.method, &call.url);
+    let (id, n, method, url) = (
+        &call.request_id,
+        at.send.attempt,
+        &call.spec.method,
+        &call.url,
+    );
     let io = call.layer().io(flag::PER_ATTEMPT);
     let own = match io {
         None => None,
         Some(io) => {
             let (input, init) = call.target.parts();
-            match settle(io.prepare(&input, &init, at.pre, id, n, method, url)).await {
+            match settle(io.prepare(&input, &init, at.leg.pre, id, n, method, url)).await {
                 Ok(request) => Some(Target::own(request.unchecked_into())),
                 Err(e) => return Ok(AttemptEnd::hook(e, false)),
             }
         }
     };
     // The refreshes finished when the token it carries was read.
-    let token = get(at.pre, "seen").ok().and_then(|v| v.as_f64());
+    let token = get(at.leg.pre, "seen").ok().and_then(|v| v.as_f64());
     at.sent.set(true);
+    at.leg.events.emit_call("attempt", call, n, &|o| {
+        o.times.elapsed_ms = Some(at.send.elapsed_ms);
+        o.times.remaining_ms = Some(at.send.remaining_ms);
+    });
     let target = own.as_ref().unwrap_or(&call.target);
-    let mut value = settle(send(transport, target, signal, at.hedge)?).await?;
+    let mut value = settle(send(transport, target, signal, at.leg.hedge)?).await?;
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
         match settle(io.after(request, &value, id, n, method, url)).await {
             Ok(v) => value = v,

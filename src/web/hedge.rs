@@ -124,7 +124,8 @@ impl Engine {
     }
 
     /// Starts one attempt as the policy core set it out (`hedge`: not the
-    /// first of its round): announced, under its timeout.
+    /// first of its round), under its timeout; announced (an `attempt`
+    /// event) when its request goes out, after the client's hooks.
     fn launch<'a>(
         &'a self,
         call: &'a Call,
@@ -133,10 +134,6 @@ impl Engine {
         pre: &'a JsValue,
     ) -> Sent<'a> {
         call.cancel.begin_attempt(send.attempt);
-        self.events.emit_call("attempt", call, send.attempt, &|o| {
-            o.times.elapsed_ms = Some(send.elapsed_ms);
-            o.times.remaining_ms = Some(send.remaining_ms);
-        });
         type Pending<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
         let (end, stop): (Pending<'a>, _) = match Stop::new() {
             Ok(stop) => (
@@ -145,7 +142,11 @@ impl Engine {
                     call.layer().transport().unwrap_or(&self.transport),
                     send,
                     stop.clone(),
-                    (hedge, pre),
+                    fetch::Leg {
+                        hedge,
+                        pre,
+                        events: &self.events,
+                    },
                 )),
                 Some(stop),
             ),

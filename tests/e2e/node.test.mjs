@@ -315,3 +315,21 @@ test('close() ends a call whose async Standard Schema is still answering, at onc
   assert.equal(e?.name, 'AbortError', String(e));
   assert.equal(e.reason, 'client closed');
 });
+
+test("'attempt' events are the attempts sent: none for one whose beforeRequest hook throws, as stats() and the error count", async () => {
+  let n = 0;
+  const client = await createClient({
+    retry: { baseDelayMs: 1 },
+    hooks: { beforeRequest: () => { if (++n === 2) throw new Error('hook bug'); } },
+  });
+  const events = [];
+  client.on('attempt', (e) => events.push(e.attempt));
+  // The first attempt is sent (503), the second one's hook throws: the call ends, one attempt sent.
+  const e = await client.request(`${server.url}/fail-first?n=5&id=node-hook-attempt`).catch((x) => x);
+  assert.equal(e.name, 'OptionsError');
+  assert.equal(e.option, 'hooks');
+  assert.equal((await log('node-hook-attempt')).length, 1);
+  assert.equal(client.stats().attempts, 1);
+  assert.deepEqual(events, [1], "an 'attempt' event for the attempt sent only");
+  client.close();
+});
