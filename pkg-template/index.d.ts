@@ -323,9 +323,10 @@ export type OneOrMore<F> = F | F[];
 
 /**
  * `hooks`, with ky's names and order. A derived client's (`extend`) run
- * after its parent's. Hooks never bypass a protection: `beforeRequest` and
- * `afterResponse` run inside the attempt (its timeout, the deadline and its
- * concurrency slot), an abort ends the wait for any of them, and a hook that
+ * after its parent's. Hooks never bypass a protection: they run inside the
+ * deadline and the attempt's concurrency slot (`beforeRequest` before the
+ * attempt's `timeoutMs` starts, which is when its request goes out;
+ * `afterResponse` within it), an abort ends the wait for any of them, and a hook that
  * throws or rejects ends the call with an OptionsError (`option: 'hooks'`,
  * `cause` what it threw), which is no breaker sample and is not retried.
  */

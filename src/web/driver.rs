@@ -108,7 +108,7 @@ impl Engine {
                 Step::Done(done) => return done,
             };
             let offline = matches!(end, AttemptEnd::Network(_)) && is_offline();
-            if let AttemptEnd::Timeout = end {
+            if let AttemptEnd::Timeout(_) = end {
                 self.events.emit_call("timeout", call, send.attempt, &|o| {
                     o.times.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
                 });
@@ -125,7 +125,7 @@ impl Engine {
                     rand01(),
                 )
             });
-            let (err, response) = match end.into_result(&call.cancel, send.phase, offline) {
+            let (err, response) = match end.into_result(&call.cancel, offline) {
                 Ok(v) => return Ok(v),
                 Err(failed) => failed,
             };

@@ -17,7 +17,9 @@ use super::convert::get;
 use super::errors::{CallError, ErrorKind};
 use super::events::Listeners;
 use super::hooks::flag;
-use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
+use super::host::{
+    assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, to_promise,
+};
 use super::runtime::{settle, Alarm, Either, Race, Stop};
 use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
@@ -97,7 +99,8 @@ pub enum AttemptEnd {
         token: Option<f64>,
     },
     Network(JsValue),
-    Timeout,
+    /// Its time ran out after its request went out, in this phase.
+    Timeout(Phase),
     Cancelled,
     Parse(JsValue),
     /// A hook, header function or token failed (`sent`: after the request
@@ -116,7 +119,7 @@ impl AttemptEnd {
             AttemptEnd::Done(_) => Ended::Success,
             AttemptEnd::Parse(_) => Ended::Parse,
             AttemptEnd::Cancelled => Ended::Cancelled,
-            AttemptEnd::Timeout => Ended::Timeout,
+            AttemptEnd::Timeout(_) => Ended::Timeout,
             AttemptEnd::Network(_) => Ended::Network { offline },
             AttemptEnd::Hook { sent, .. } => Ended::Hook { sent: *sent },
             AttemptEnd::Status {
@@ -134,20 +137,18 @@ impl AttemptEnd {
 
     /// The value a call resolves with (a 2xx), or the error this attempt
     /// ends it with and, for a status, its Response (`fetch()` resolves
-    /// with the last one). `phase`: the timeout the attempt ran under;
-    /// `offline`: the host reported no network after a network error;
-    /// `cancel`: the call's, whose reason an abort carries.
+    /// with the last one). `offline`: the host reported no network after a
+    /// network error; `cancel`: the call's, whose reason an abort carries.
     pub fn into_result(
         self,
         cancel: &Cancel,
-        phase: Phase,
         offline: bool,
     ) -> Result<JsValue, (CallError, Option<JsValue>)> {
         let kind = match self {
             AttemptEnd::Done(v) => return Ok(v),
             AttemptEnd::Parse(cause) => ErrorKind::Parse { cause },
             AttemptEnd::Cancelled => return Err((cancel.abort_error(), None)),
-            AttemptEnd::Timeout => ErrorKind::Timeout { phase },
+            AttemptEnd::Timeout(phase) => ErrorKind::Timeout { phase },
             AttemptEnd::Network(cause) => ErrorKind::Network { cause, offline },
             AttemptEnd::Hook { error, .. } => return Err((error, None)),
             AttemptEnd::Status {
@@ -250,7 +251,15 @@ pub async fn attempt(
         return (AttemptEnd::Cancelled, None);
     }
     let attached = cancel.attach(&stop);
-    let _timer = Alarm::stop(send.timeout_ms, &stop);
+    // A client's beforeRequest hooks run within the deadline; the attempt's
+    // own time starts when its request goes out (`Attempt::sent_after`).
+    let hooked = call.layer().io(flag::PER_ATTEMPT).is_some();
+    let (ms, phase) = if hooked {
+        (send.remaining_ms, Phase::Deadline)
+    } else {
+        (send.timeout_ms, send.phase)
+    };
+    let timer = RefCell::new((Alarm::stop(ms, &stop), phase));
     let signal = match &call.mode {
         Mode::Fetch {
             body_signal: Some(caller),
@@ -264,6 +273,8 @@ pub async fn attempt(
         send: &send,
         sent: &sent,
         leg,
+        timer: &timer,
+        stop: &stop,
     };
     let work = std::pin::pin!(run(call, transport, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
@@ -280,12 +291,13 @@ pub async fn attempt(
     if let Some(a) = answered.take() {
         return (a.end(), quota.get());
     }
+    let phase = timer.borrow().1;
     if stop.timed_out() && !sent.get() {
-        // Its time ran out in the client's hooks, header functions or token.
-        let error = CallError::new(ErrorKind::Timeout { phase: send.phase });
+        // The deadline passed in the client's beforeRequest hooks.
+        let error = CallError::new(ErrorKind::Timeout { phase });
         (AttemptEnd::Hook { error, sent: false }, None)
     } else if stop.timed_out() {
-        (AttemptEnd::Timeout, None)
+        (AttemptEnd::Timeout(phase), None)
     } else {
         (AttemptEnd::Network(error), None)
     }
@@ -304,12 +316,34 @@ pub struct Leg<'a> {
     pub events: &'a Listeners,
 }
 
-/// Which attempt `run` makes, and where it tells that its request has
-/// gone out.
+/// Which attempt `run` makes, where it tells that its request has gone
+/// out, and its timer (with the phase it bounds), set anew then.
 struct Sending<'a> {
     send: &'a Attempt,
     sent: &'a Cell<bool>,
     leg: Leg<'a>,
+    timer: &'a RefCell<(Alarm, Phase)>,
+    stop: &'a Stop,
+}
+
+impl Sending<'_> {
+    /// The request goes out: told (`sent`, an `attempt` event), and after
+    /// the client's hooks (`hooked`) the attempt's own time starts
+    /// (`Attempt::sent_after`).
+    fn went(&self, call: &Call, hooked: bool) {
+        self.sent.set(true);
+        if hooked {
+            let (ms, phase) = self.send.sent_after(now_ms() - self.send.started_ms);
+            *self.timer.borrow_mut() = (Alarm::stop(ms, self.stop), phase);
+        }
+        let send = self.send;
+        self.leg
+            .events
+            .emit_call("attempt", call, send.attempt, &|o| {
+                o.times.elapsed_ms = Some(send.elapsed_ms);
+                o.times.remaining_ms = Some(send.remaining_ms);
+            });
+    }
 }
 
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
@@ -344,11 +378,7 @@ async fn run(
     };
     // The refreshes finished when the token it carries was read.
     let token = get(at.leg.pre, "seen").ok().and_then(|v| v.as_f64());
-    at.sent.set(true);
-    at.leg.events.emit_call("attempt", call, n, &|o| {
-        o.times.elapsed_ms = Some(at.send.elapsed_ms);
-        o.times.remaining_ms = Some(at.send.remaining_ms);
-    });
+    at.went(call, io.is_some());
     let target = own.as_ref().unwrap_or(&call.target);
     let mut value = settle(send(transport, target, signal, at.leg.hedge)?).await?;
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {

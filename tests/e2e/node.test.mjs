@@ -333,3 +333,31 @@ test("'attempt' events are the attempts sent: none for one whose beforeRequest h
   assert.deepEqual(events, [1], "an 'attempt' event for the attempt sent only");
   client.close();
 });
+
+test("a slow beforeRequest hook runs within the deadline: the attempt's timeoutMs starts when its request goes out", async () => {
+  // A hook that signs each request in 300 ms, an attempt time of 200 ms and a backend that answers at once.
+  const slow = await createClient({
+    timeoutMs: 200,
+    retry: false,
+    hooks: { beforeRequest: () => new Promise((r) => setTimeout(r, 300)) },
+  });
+  const ok = await slow.request(`${server.url}/echo?id=node-slow-hook`).then((v) => v.path, (e) => `${e.name} ${e.phase}`);
+  assert.equal(ok, '/echo', 'the hook did not spend the attempt time');
+  assert.equal((await log('node-slow-hook')).length, 1);
+  // One that hangs ends at the deadline, having sent nothing.
+  const hangs = await createClient({
+    timeoutMs: 200,
+    deadlineMs: 800,
+    retry: false,
+    hooks: { beforeRequest: () => new Promise(() => {}) },
+  });
+  const started = performance.now();
+  const e = await hangs.request(`${server.url}/echo?id=node-hanging-hook`).catch((x) => x);
+  const ms = performance.now() - started;
+  assert.deepEqual([e.name, e.phase, e.attempts], ['TimeoutError', 'deadline', 0]);
+  assert.ok(ms >= 750 && ms < 1500, `ended after ${ms} ms`);
+  assert.equal((await log('node-hanging-hook')).length, 0);
+  assert.deepEqual([hangs.stats().inFlight, hangs.breakers()[0]?.samples ?? 0], [0, 0]);
+  slow.close();
+  hangs.close();
+});

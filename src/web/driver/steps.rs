@@ -136,7 +136,7 @@ impl Engine {
             .cancel
             .within(c.deadline.remaining(now_ms()), wait)
             .await;
-        let (err, response) = match end.into_result(&call.cancel, send.phase, false) {
+        let (err, response) = match end.into_result(&call.cancel, false) {
             Ok(v) => return Step::Done(Ok(v)),
             Err(failed) => failed,
         };
