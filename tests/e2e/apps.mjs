@@ -36,13 +36,14 @@ export async function packTarball(work) {
 }
 
 /**
- * The README's code block (```js, ```ts or ```tsx) whose first line is
- * `// name`, as written: how the app tests take a recipe's code from the
- * README (`readme`: the README's text, the repository's or the shipped one).
+ * The README's code block (```js, ```ts, ```tsx or ```vue) whose first line
+ * is `// name` (`<!-- name -->` in a Vue file), as written: how the app
+ * tests take a recipe's code from the README (`readme`: the README's text,
+ * the repository's or the shipped one).
  */
 export function readmeBlock(readme, name) {
   const line = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const m = new RegExp(`\`\`\`(?:js|tsx?)\\n(// ${line}\\n[\\s\\S]*?)\`\`\``).exec(readme);
+  const m = new RegExp(`\`\`\`(?:js|tsx?|vue)\\n((?:// ${line}|<!-- ${line} -->)\\n[\\s\\S]*?)\`\`\``).exec(readme);
   assert.ok(m, `README has a code block starting "// ${name}"`);
   return m[1];
 }
