@@ -221,7 +221,8 @@ function readAuth(auth) {
  * A client's functions: its own after its parent's (`extend`), its `auth`
  * or its parent's (sharing the parent's refreshes). `flags` tell the engine
  * what to ask: 1 each attempt (a Request of its own), 2 beforeRetry, 4 a
- * refresh on 401, 8 attempts may carry credentials the call does not show.
+ * refresh on 401, 8 attempts may carry credentials the call does not show,
+ * 16 header functions or a token to read before each attempt's admission.
  */
 class Io {
   constructor(options, parent) {
@@ -241,23 +242,30 @@ class Io {
     this.auth = readAuth(field(options, 'auth')) ?? parent?.auth;
     this.deadlineMs = field(options, 'deadlineMs') ?? parent?.deadlineMs ?? 20000;
     const h = this.hooks;
-    const adds = this.headers.length > 0 || this.auth !== undefined || h.beforeRequest.length > 0;
+    const reads = this.headers.length > 0 || this.auth !== undefined;
+    const adds = reads || h.beforeRequest.length > 0;
     this.flags = (adds || h.afterResponse.length ? 1 : 0) | (h.beforeRetry.length ? 2 : 0) |
-      (this.auth?.refresh ? 4 : 0) | (adds ? 8 : 0);
+      (this.auth?.refresh ? 4 : 0) | (adds ? 8 : 0) | (reads ? 16 : 0);
   }
 
   /**
-   * The Request one attempt sends: a copy of `input` (a Request, or a URL
-   * with `init`), the header functions' headers and the token set on it
-   * (never over a header of the call's own, `own`: lower-case names joined
-   * by newlines), then the beforeRequest hooks. `[request, seen]`: `seen`
-   * the refreshes finished when the token it carries was read.
+   * What the header functions and the token give an attempt, read before
+   * it is admitted: its holds are those of the credentials it will send
+   * (API.md, "Holds"), and a retry carries the current token. Never over a
+   * header of the call's own (`own`: lower-case names joined by newlines).
+   * `{ pairs, seen, headers }`: the [name, value] pairs to set, the
+   * refreshes finished when the token was read (undefined: no token sent),
+   * and `base` (the call's headers, if any) with the pairs set: the
+   * headers as they will be sent, whose credentials the engine digests.
    */
-  async prepare(input, init, own, requestId, attempt, method, url) {
+  async read(base, own) {
     const mine = own.split('\n');
-    let request = input instanceof Request ? input.clone() : new Request(input, { ...init, signal: null });
+    const headers = new Headers(base ?? undefined);
+    const pairs = [];
     const set = (name, value) => {
-      if (!mine.includes(name.toLowerCase())) request.headers.set(name, value);
+      if (mine.includes(name.toLowerCase())) return;
+      headers.set(name, value);
+      pairs.push([name, value]);
     };
     for (const f of this.headers) {
       const given = await call(f, [], (e) => failed('headers', 'the headers function threw or rejected', e));
@@ -265,8 +273,8 @@ class Io {
         if (given === null || typeof given !== 'object') {
           if (given !== undefined && given !== null) throw new TypeError(`headers function gave ${typeof given}`);
         } else {
-          const pairs = typeof given[Symbol.iterator] === 'function' ? given : Object.entries(given);
-          for (const [name, value] of pairs) if (value !== undefined) set(name, value);
+          const entries = typeof given[Symbol.iterator] === 'function' ? given : Object.entries(given);
+          for (const [name, value] of entries) if (value !== undefined) set(name, value);
         }
       } catch (e) {
         throw failed('headers', 'the headers function must give headers (an object, Headers or pairs)', e);
@@ -289,6 +297,17 @@ class Io {
         seen = done;
       }
     }
+    return { pairs, seen, headers };
+  }
+
+  /**
+   * The Request one attempt sends: a copy of `input` (a Request, or a URL
+   * with `init`) with what `read` gave (`pre`, or none) set on it, then the
+   * beforeRequest hooks.
+   */
+  async prepare(input, init, pre, requestId, attempt, method, url) {
+    let request = input instanceof Request ? input.clone() : new Request(input, { ...init, signal: null });
+    for (const [name, value] of pre?.pairs ?? []) request.headers.set(name, value);
     const info = { requestId, attempt, method, url };
     for (const f of this.hooks.beforeRequest) {
       const next = await call(f, [request, info], (e) => failed('hooks', 'beforeRequest threw', e));
@@ -299,7 +318,7 @@ class Io {
       }
       request = next;
     }
-    return [request, seen];
+    return request;
   }
 
   /** The afterResponse hooks: each may return a Response to use instead. */

@@ -152,6 +152,15 @@ export declare namespace StandardSchemaV1 {
 export type Validate = ((value: unknown) => boolean) | StandardSchemaV1;
 
 /**
+ * `Options` whose `validate` is `V` (a schema the call's type is inferred
+ * from). Not `Options & { validate: V }`: the intersection of a class such
+ * as zod's with `Validate` is no longer a type its instances satisfy
+ * (`deepPartial(): DeepPartial<this>`), so a zod schema fell through to the
+ * untyped overload and the result was `unknown`.
+ */
+export type ValidatedBy<Options, V> = Omit<Options, 'validate'> & { validate: V };
+
+/**
  * Where the wasm module comes from: a URL (a string resolves against the
  * page's base URL; in Node a string without a scheme is a file path), a
  * fetched Response, its bytes, or a compiled WebAssembly.Module.
@@ -239,7 +248,8 @@ export interface ClientOptions extends FetchInit {
    * Obey the quota a server announces (IETF `RateLimit` / `RateLimit-Policy`,
    * `RateLimit-*`, `X-RateLimit-*`, `X-Rate-Limit-*`): when none remains, later
    * calls to the same breaker key sent with the same credentials
-   * (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-API-Key`) wait for
+   * (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-API-Key`, as sent:
+   * `auth.token` and a `headers` function included) wait for
    * the reset, as for a Retry-After (or, if it outlasts their
    * deadline, fail at once with CircuitOpenError and its `retryInMs`); when
    * little remains, calls are spaced over the rest of the window. Waits are
@@ -313,9 +323,10 @@ export type OneOrMore<F> = F | F[];
 
 /**
  * `hooks`, with ky's names and order. A derived client's (`extend`) run
- * after its parent's. Hooks never bypass a protection: `beforeRequest` and
- * `afterResponse` run inside the attempt (its timeout, the deadline and its
- * concurrency slot), an abort ends the wait for any of them, and a hook that
+ * after its parent's. Hooks never bypass a protection: they run inside the
+ * deadline and the attempt's concurrency slot (`beforeRequest` before the
+ * attempt's `timeoutMs` starts, which is when its request goes out;
+ * `afterResponse` within it), an abort ends the wait for any of them, and a hook that
  * throws or rejects ends the call with an OptionsError (`option: 'hooks'`,
  * `cause` what it threw), which is no breaker sample and is not retried.
  */
@@ -516,7 +527,7 @@ export interface Client {
   /** With a Standard Schema: resolves with its output, typed as it infers. */
   request<S extends StandardSchemaV1>(
     url: string | URL,
-    options: RequestOptions & { validate: S },
+    options: ValidatedBy<RequestOptions, S>,
   ): Promise<StandardSchemaV1.InferOutput<S>>;
   /** With a type guard: resolves with what it guards. */
   request<T>(url: string | URL, options: RequestOptions & { validate: (value: unknown) => value is T }): Promise<T>;
@@ -530,7 +541,7 @@ export interface Client {
    */
   schema<S extends StandardSchemaV1>(
     url: string | URL,
-    options: SchemaOptions<StandardSchemaV1.InferOutput<S>> & { validate: S },
+    options: ValidatedBy<SchemaOptions<StandardSchemaV1.InferOutput<S>>, S>,
   ): Promise<SchemaResult<StandardSchemaV1.InferOutput<S>>>;
   schema<T>(
     url: string | URL,

@@ -1,5 +1,5 @@
 // Types of stormguard/react (see ../shared/API.md, "React and Vue").
-import type { Client, SchemaOptions, SchemaResult } from './index.js';
+import type { Client, SchemaOptions, SchemaResult, StandardSchemaV1, ValidatedBy } from './index.js';
 
 export type SchemaSource = SchemaResult<unknown>['source'];
 
@@ -32,6 +32,11 @@ export interface UseSchemaResult<T> {
  * `url` null or undefined: nothing is loaded. The call is aborted on unmount
  * and restarted when the URL, `cacheKey` or `version` changes.
  */
+export function useSchema<S extends StandardSchemaV1>(
+  client: Client | PromiseLike<Client>,
+  url: string | URL | null | undefined,
+  options: ValidatedBy<SchemaOptions<StandardSchemaV1.InferOutput<S>>, S>,
+): UseSchemaResult<StandardSchemaV1.InferOutput<S>>;
 export function useSchema<T = unknown>(
   client: Client | PromiseLike<Client>,
   url: string | URL | null | undefined,

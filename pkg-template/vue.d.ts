@@ -1,6 +1,6 @@
 // Types of stormguard/vue (see ../shared/API.md, "React and Vue").
 import type { Ref, ShallowRef } from 'vue';
-import type { Client, SchemaOptions, SchemaResult } from './index.js';
+import type { Client, SchemaOptions, SchemaResult, StandardSchemaV1, ValidatedBy } from './index.js';
 
 export type SchemaSource = SchemaResult<unknown>['source'];
 
@@ -36,6 +36,11 @@ export interface UseSchemaReturn<T> {
  * aborted when the component unmounts (its effect scope is disposed) and
  * restarted when the URL, `cacheKey` or `version` changes.
  */
+export function useSchema<S extends StandardSchemaV1>(
+  client: Client | PromiseLike<Client>,
+  url: MaybeRefOrGetter<string | URL | null | undefined>,
+  options: MaybeRefOrGetter<ValidatedBy<SchemaOptions<StandardSchemaV1.InferOutput<S>>, S>>,
+): UseSchemaReturn<StandardSchemaV1.InferOutput<S>>;
 export function useSchema<T = unknown>(
   client: Client | PromiseLike<Client>,
   url: MaybeRefOrGetter<string | URL | null | undefined>,

@@ -207,6 +207,21 @@ pub struct Attempt {
     pub remaining_ms: f64,
 }
 
+impl Attempt {
+    /// The attempt's own time once its request goes out, `waited_ms` after
+    /// it began: the client's `beforeRequest` hooks run first within the
+    /// deadline (API.md, "Hooks"), not within `timeoutMs`, which bounds the
+    /// network part. `timeoutMs`, or what is left of the deadline when
+    /// that is less (then the phase is `Deadline`).
+    pub fn sent_after(&self, waited_ms: f64) -> (f64, Phase) {
+        let left = (self.remaining_ms - waited_ms.max(0.0)).max(0.0);
+        match self.phase {
+            Phase::Attempt if self.timeout_ms <= left => (self.timeout_ms, Phase::Attempt),
+            _ => (left, Phase::Deadline),
+        }
+    }
+}
+
 /// How an attempt ended, as far as the decisions care.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Ended<'a> {
@@ -561,6 +576,33 @@ impl Guard {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
+
+    #[test]
+    fn an_attempts_time_starts_when_its_request_goes_out_within_the_deadline() {
+        let a = Attempt {
+            attempt: 1,
+            permit: None,
+            timeout_ms: 200.0,
+            phase: Phase::Attempt,
+            started_ms: 0.0,
+            elapsed_ms: 0.0,
+            remaining_ms: 800.0,
+        };
+        // Hooks that took 300 ms leave the attempt its whole 200 ms.
+        assert_eq!(a.sent_after(0.0), (200.0, Phase::Attempt));
+        assert_eq!(a.sent_after(300.0), (200.0, Phase::Attempt));
+        // Then what is left of the deadline, when that is less.
+        assert_eq!(a.sent_after(700.0), (100.0, Phase::Deadline));
+        assert_eq!(a.sent_after(900.0), (0.0, Phase::Deadline));
+        let short = Attempt {
+            timeout_ms: 150.0,
+            phase: Phase::Deadline,
+            remaining_ms: 150.0,
+            ..a
+        };
+        assert_eq!(short.sent_after(50.0), (100.0, Phase::Deadline));
+        assert_eq!(short.sent_after(-5.0), (150.0, Phase::Deadline));
+    }
     use super::*;
     use crate::policy::options::{HedgeConfig, Jitter, LimiterConfig};
     use proptest::prelude::*;

@@ -129,14 +129,17 @@ impl Target {
     /// counts as one sent with an empty value: it never makes a call
     /// anonymous.
     pub fn credentials(&self) -> Credentials {
-        let Some(h) = self.headers() else {
-            return Credentials::NONE;
-        };
-        Credentials::of(|name| match h.get(name) {
-            Ok(v) => v,
-            Err(_) => Some(String::new()),
-        })
+        self.headers()
+            .map_or(Credentials::NONE, |h| credentials_of(&h))
     }
+}
+
+/// Whom headers `h` speak for (see [`Target::credentials`]).
+pub fn credentials_of(h: &Headers) -> Credentials {
+    Credentials::of(|name| match h.get(name) {
+        Ok(v) => v,
+        Err(_) => Some(String::new()),
+    })
 }
 
 /// How a call hands back its answer.

@@ -301,7 +301,7 @@ impl Client {
             let (check, engine) = (check.take(), engine.clone());
             spawn(async move {
                 let out = match (run.await, check) {
-                    (Ok(v), Some(c)) => c.check(v).await.map_err(|e| {
+                    (Ok(v), Some(c)) => c.check(&engine, v).await.map_err(|e| {
                         engine.st.borrow_mut().guard.failed();
                         e.to_js()
                     }),

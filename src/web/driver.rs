@@ -68,7 +68,6 @@ impl Engine {
     /// or rejects with a descriptor of the reason it stopped.
     pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
         let mut c = self.st.borrow_mut().guard.start(&call.spec, now_ms());
-        c.set_credentials(call.target.credentials());
         let result = self.attempts(call, &mut c).await;
         result.map_err(|e| {
             let attempts = c.attempts();
@@ -90,7 +89,7 @@ impl Engine {
         let mut last: Option<CallError> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
-            let (sent, _probe_lock) = match self.admitted(call, c).await {
+            let (sent, _probe_lock, pre) = match self.admitted(call, c).await {
                 Ok(sent) => sent,
                 Err(Halt::Error(e)) => return Err(e),
                 Err(Halt::OutOfTime) => {
@@ -102,14 +101,14 @@ impl Engine {
                     })
                 }
             };
-            let Decided { end, send, quota } = self.round(call, c, sent).await;
+            let Decided { end, send, quota } = self.round(call, c, sent, &pre).await;
             let end = match self.after_401(call, c, end, &send, quota.as_ref()).await {
                 Step::Settle(end) => end,
                 Step::Replay => continue,
                 Step::Done(done) => return done,
             };
             let offline = matches!(end, AttemptEnd::Network(_)) && is_offline();
-            if let AttemptEnd::Timeout = end {
+            if let AttemptEnd::Timeout(_) = end {
                 self.events.emit_call("timeout", call, send.attempt, &|o| {
                     o.times.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
                 });
@@ -126,7 +125,7 @@ impl Engine {
                     rand01(),
                 )
             });
-            let (err, response) = match end.into_result(&call.cancel, send.phase, offline) {
+            let (err, response) = match end.into_result(&call.cancel, offline) {
                 Ok(v) => return Ok(v),
                 Err(failed) => failed,
             };
@@ -162,14 +161,17 @@ impl Engine {
         }
     }
 
-    /// Waits until the policy core lets the call send, then takes its
-    /// probe lock (a half-open probe, across tabs: held until the attempt
-    /// ends) and a concurrency slot: the attempt to send.
+    /// Reads what the client's header functions and token give the attempt
+    /// (whose credentials the holds it obeys are those of), waits until the
+    /// policy core lets the call send, then takes its probe lock (a
+    /// half-open probe, across tabs: held until the attempt ends) and a
+    /// concurrency slot: the attempt to send, and what was read for it.
     async fn admitted(
         &self,
         call: &Call,
         c: &mut CallState<'_>,
-    ) -> Result<(Attempt, Option<ProbeLock>), Halt> {
+    ) -> Result<(Attempt, Option<ProbeLock>, JsValue), Halt> {
+        let pre = self.read(call, c).await?;
         let (permit, probe_lock) = self.admission(call, c).await?;
         if let Err(e) = self.acquire_slot(call, &c.deadline).await {
             self.give_back(call, c, permit);
@@ -178,7 +180,7 @@ impl Engine {
         // A slot (or a lock) that came right at the deadline: no attempt
         // with nothing left to run in.
         match self.decide(&call.request_id, |g| g.begin(c, permit, now_ms())) {
-            Some(send) => Ok((send, probe_lock)),
+            Some(send) => Ok((send, probe_lock, pre)),
             None => {
                 self.release_slot();
                 Err(Halt::OutOfTime)

@@ -252,22 +252,47 @@ impl Engine {
         call: Call,
         signal: Option<AbortSignal>,
     ) -> Result<JsValue, JsValue> {
-        let id;
-        {
-            let mut st = self.st.borrow_mut();
-            id = Engine::next_key(&mut st);
-            if st.closed || call.layer().is_closed() {
-                drop(st);
-                call.cancel.cancel(CancelReason::Closed);
-                return Err(call.cancel.abort_error().to_js());
-            }
-            st.calls
-                .insert(id, (call.layer().clone(), call.cancel.clone()));
-        }
+        let Some(id) = self.enter(call.layer(), &call.cancel) else {
+            call.cancel.cancel(CancelReason::Closed);
+            return Err(call.cancel.abort_error().to_js());
+        };
         let _link = call.cancel.follow(signal.as_ref());
         let result = self.run(&call).await;
         self.st.borrow_mut().calls.remove(&id);
         result
+    }
+
+    /// Registers `cancel` as a call in progress of `layer`, which `close()`
+    /// (of that client, one it derives from, or the engine) cancels; None
+    /// when the client is closed already.
+    fn enter(&self, layer: &Rc<Layer>, cancel: &Cancel) -> Option<u64> {
+        let mut st = self.st.borrow_mut();
+        if st.closed || layer.is_closed() {
+            return None;
+        }
+        let id = Engine::next_key(&mut st);
+        st.calls.insert(id, (layer.clone(), cancel.clone()));
+        Some(id)
+    }
+
+    /// Runs `work` (a call's part after its network part, such as an async
+    /// `validate`) as a call in progress of `layer`: `close()` cancels
+    /// `cancel`, which `work` waits on; a closed client's at once.
+    pub async fn tracked<F: std::future::Future>(
+        &self,
+        layer: &Rc<Layer>,
+        cancel: &Cancel,
+        work: F,
+    ) -> F::Output {
+        let id = self.enter(layer, cancel);
+        if id.is_none() {
+            cancel.cancel(CancelReason::Closed);
+        }
+        let out = work.await;
+        if let Some(id) = id {
+            self.st.borrow_mut().calls.remove(&id);
+        }
+        out
     }
 
     /// `close()`: cancels every call in progress; later calls are refused.

@@ -15,8 +15,11 @@ use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::{CallError, ErrorKind};
+use super::events::Listeners;
 use super::hooks::flag;
-use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
+use super::host::{
+    assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, to_promise,
+};
 use super::runtime::{settle, Alarm, Either, Race, Stop};
 use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
@@ -96,7 +99,8 @@ pub enum AttemptEnd {
         token: Option<f64>,
     },
     Network(JsValue),
-    Timeout,
+    /// Its time ran out after its request went out, in this phase.
+    Timeout(Phase),
     Cancelled,
     Parse(JsValue),
     /// A hook, header function or token failed (`sent`: after the request
@@ -115,7 +119,7 @@ impl AttemptEnd {
             AttemptEnd::Done(_) => Ended::Success,
             AttemptEnd::Parse(_) => Ended::Parse,
             AttemptEnd::Cancelled => Ended::Cancelled,
-            AttemptEnd::Timeout => Ended::Timeout,
+            AttemptEnd::Timeout(_) => Ended::Timeout,
             AttemptEnd::Network(_) => Ended::Network { offline },
             AttemptEnd::Hook { sent, .. } => Ended::Hook { sent: *sent },
             AttemptEnd::Status {
@@ -133,20 +137,18 @@ impl AttemptEnd {
 
     /// The value a call resolves with (a 2xx), or the error this attempt
     /// ends it with and, for a status, its Response (`fetch()` resolves
-    /// with the last one). `phase`: the timeout the attempt ran under;
-    /// `offline`: the host reported no network after a network error;
-    /// `cancel`: the call's, whose reason an abort carries.
+    /// with the last one). `offline`: the host reported no network after a
+    /// network error; `cancel`: the call's, whose reason an abort carries.
     pub fn into_result(
         self,
         cancel: &Cancel,
-        phase: Phase,
         offline: bool,
     ) -> Result<JsValue, (CallError, Option<JsValue>)> {
         let kind = match self {
             AttemptEnd::Done(v) => return Ok(v),
             AttemptEnd::Parse(cause) => ErrorKind::Parse { cause },
             AttemptEnd::Cancelled => return Err((cancel.abort_error(), None)),
-            AttemptEnd::Timeout => ErrorKind::Timeout { phase },
+            AttemptEnd::Timeout(phase) => ErrorKind::Timeout { phase },
             AttemptEnd::Network(cause) => ErrorKind::Network { cause, offline },
             AttemptEnd::Hook { error, .. } => return Err((error, None)),
             AttemptEnd::Status {
@@ -233,7 +235,7 @@ impl AttemptEnd {
 /// the timer and a cancel also end the attempt when the host's fetch
 /// ignores its signal.
 ///
-/// A hedge (`hedge`) sends its own copy of the init, with `cache:
+/// A hedge (`leg.hedge`) sends its own copy of the init, with `cache:
 /// 'no-store'`: an attempt in flight has read the shared init already, or
 /// is about to, and Chromium's HTTP cache lock would hold a second request
 /// to the same URL until the first one's headers arrive.
@@ -242,14 +244,22 @@ pub async fn attempt(
     transport: &Transport,
     send: Attempt,
     stop: Stop,
-    hedge: bool,
+    leg: Leg<'_>,
 ) -> (AttemptEnd, Option<Quota>) {
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
         return (AttemptEnd::Cancelled, None);
     }
     let attached = cancel.attach(&stop);
-    let _timer = Alarm::stop(send.timeout_ms, &stop);
+    // A client's beforeRequest hooks run within the deadline; the attempt's
+    // own time starts when its request goes out (`Attempt::sent_after`).
+    let hooked = call.layer().io(flag::PER_ATTEMPT).is_some();
+    let (ms, phase) = if hooked {
+        (send.remaining_ms, Phase::Deadline)
+    } else {
+        (send.timeout_ms, send.phase)
+    };
+    let timer = RefCell::new((Alarm::stop(ms, &stop), phase));
     let signal = match &call.mode {
         Mode::Fetch {
             body_signal: Some(caller),
@@ -260,9 +270,11 @@ pub async fn attempt(
     let quota = Cell::new(None);
     let sent = Cell::new(false);
     let at = Sending {
-        attempt: send.attempt,
-        hedge,
+        send: &send,
         sent: &sent,
+        leg,
+        timer: &timer,
+        stop: &stop,
     };
     let work = std::pin::pin!(run(call, transport, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
@@ -279,23 +291,59 @@ pub async fn attempt(
     if let Some(a) = answered.take() {
         return (a.end(), quota.get());
     }
+    let phase = timer.borrow().1;
     if stop.timed_out() && !sent.get() {
-        // Its time ran out in the client's hooks, header functions or token.
-        let error = CallError::new(ErrorKind::Timeout { phase: send.phase });
+        // The deadline passed in the client's beforeRequest hooks.
+        let error = CallError::new(ErrorKind::Timeout { phase });
         (AttemptEnd::Hook { error, sent: false }, None)
     } else if stop.timed_out() {
-        (AttemptEnd::Timeout, None)
+        (AttemptEnd::Timeout(phase), None)
     } else {
         (AttemptEnd::Network(error), None)
     }
 }
 
-/// Which attempt `run` makes: its number, whether it is a hedge, and where
-/// it tells that its request has gone out.
+/// How one attempt of a round goes out.
+pub struct Leg<'a> {
+    /// Not the first attempt of its round.
+    pub hedge: bool,
+    /// What the client's header functions and token gave the round
+    /// (`Io::read`; undefined without), set on the attempt's Request.
+    pub pre: &'a JsValue,
+    /// Where the attempt is announced (an `attempt` event) as its request
+    /// goes out: one whose hook failed sent nothing and is not announced,
+    /// as `stats().attempts` does not count it.
+    pub events: &'a Listeners,
+}
+
+/// Which attempt `run` makes, where it tells that its request has gone
+/// out, and its timer (with the phase it bounds), set anew then.
 struct Sending<'a> {
-    attempt: u32,
-    hedge: bool,
+    send: &'a Attempt,
     sent: &'a Cell<bool>,
+    leg: Leg<'a>,
+    timer: &'a RefCell<(Alarm, Phase)>,
+    stop: &'a Stop,
+}
+
+impl Sending<'_> {
+    /// The request goes out: told (`sent`, an `attempt` event), and after
+    /// the client's hooks (`hooked`) the attempt's own time starts
+    /// (`Attempt::sent_after`).
+    fn went(&self, call: &Call, hooked: bool) {
+        self.sent.set(true);
+        if hooked {
+            let (ms, phase) = self.send.sent_after(now_ms() - self.send.started_ms);
+            *self.timer.borrow_mut() = (Alarm::stop(ms, self.stop), phase);
+        }
+        let send = self.send;
+        self.leg
+            .events
+            .emit_call("attempt", call, send.attempt, &|o| {
+                o.times.elapsed_ms = Some(send.elapsed_ms);
+                o.times.remaining_ms = Some(send.remaining_ms);
+            });
+    }
 }
 
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
@@ -311,27 +359,28 @@ async fn run(
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let (id, n, method, url) = (&call.request_id, at.attempt, &call.spec.method, &call.url);
+    let (id, n, method, url) = (
+        &call.request_id,
+        at.send.attempt,
+        &call.spec.method,
+        &call.url,
+    );
     let io = call.layer().io(flag::PER_ATTEMPT);
-    let (own, token) = match io {
-        None => (None, None),
+    let own = match io {
+        None => None,
         Some(io) => {
             let (input, init) = call.target.parts();
-            match settle(io.prepare(&input, &init, call.own(), id, n, method, url)).await {
-                Ok(pair) => {
-                    let pair: js_sys::Array = pair.unchecked_into();
-                    (
-                        Some(Target::own(pair.get(0).unchecked_into())),
-                        pair.get(1).as_f64(),
-                    )
-                }
+            match settle(io.prepare(&input, &init, at.leg.pre, id, n, method, url)).await {
+                Ok(request) => Some(Target::own(request.unchecked_into())),
                 Err(e) => return Ok(AttemptEnd::hook(e, false)),
             }
         }
     };
-    at.sent.set(true);
+    // The refreshes finished when the token it carries was read.
+    let token = get(at.leg.pre, "seen").ok().and_then(|v| v.as_f64());
+    at.went(call, io.is_some());
     let target = own.as_ref().unwrap_or(&call.target);
-    let mut value = settle(send(transport, target, signal, at.hedge)?).await?;
+    let mut value = settle(send(transport, target, signal, at.leg.hedge)?).await?;
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
         match settle(io.after(request, &value, id, n, method, url)).await {
             Ok(v) => value = v,

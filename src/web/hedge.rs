@@ -22,6 +22,8 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
+use wasm_bindgen::JsValue;
+
 use super::call::Call;
 use super::engine::Engine;
 use super::fetch::{self, AttemptEnd, Decided};
@@ -39,21 +41,25 @@ struct Sent<'a> {
 
 impl Engine {
     /// Sends the call's attempt `first` (its slot taken) and any hedges of
-    /// it the policy core allows; ends with the attempt that decides.
-    pub async fn round(&self, call: &Call, c: &mut CallState<'_>, first: Attempt) -> Decided {
-        let mut live = vec![self.launch(call, first, false)];
+    /// it the policy core allows, each with what the client's header
+    /// functions and token gave the round (`pre`, see `Io::read`); ends
+    /// with the attempt that decides.
+    pub async fn round<'a>(
+        &'a self,
+        call: &'a Call,
+        c: &mut CallState<'_>,
+        first: Attempt,
+        pre: &'a JsValue,
+    ) -> Decided {
+        let mut live = vec![self.launch(call, first, false, pre)];
         // Until the core refuses one (its count is over the whole call).
         let mut hedging = call.spec.cfg.hedge.is_some();
         loop {
-            let due = if hedging {
-                let last = live
-                    .iter()
-                    .map(|s| s.send.started_ms)
-                    .fold(f64::MIN, f64::max);
-                self.st.borrow().guard.hedge_due(c, last, now_ms())
-            } else {
-                None
-            };
+            let last = live.iter().map(|s| s.send.started_ms);
+            let last = last.fold(f64::MIN, f64::max);
+            let due = hedging
+                .then(|| self.st.borrow().guard.hedge_due(c, last, now_ms()))
+                .flatten();
             let mut hedge_due = due.map(sleep);
             let ended_at = poll_fn(|cx| {
                 for (i, s) in live.iter_mut().enumerate() {
@@ -73,7 +79,7 @@ impl Engine {
             .await;
             let Some((i, (end, quota))) = ended_at else {
                 match self.decide(&call.request_id, |g| g.hedge(c, now_ms(), rand01())) {
-                    Some(send) => live.push(self.launch(call, send, true)),
+                    Some(send) => live.push(self.launch(call, send, true, pre)),
                     None => hedging = false,
                 }
                 continue;
@@ -118,13 +124,16 @@ impl Engine {
     }
 
     /// Starts one attempt as the policy core set it out (`hedge`: not the
-    /// first of its round): announced, under its timeout.
-    fn launch<'a>(&'a self, call: &'a Call, send: Attempt, hedge: bool) -> Sent<'a> {
+    /// first of its round), under its timeout; announced (an `attempt`
+    /// event) when its request goes out, after the client's hooks.
+    fn launch<'a>(
+        &'a self,
+        call: &'a Call,
+        send: Attempt,
+        hedge: bool,
+        pre: &'a JsValue,
+    ) -> Sent<'a> {
         call.cancel.begin_attempt(send.attempt);
-        self.events.emit_call("attempt", call, send.attempt, &|o| {
-            o.times.elapsed_ms = Some(send.elapsed_ms);
-            o.times.remaining_ms = Some(send.remaining_ms);
-        });
         type Pending<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
         let (end, stop): (Pending<'a>, _) = match Stop::new() {
             Ok(stop) => (
@@ -133,7 +142,11 @@ impl Engine {
                     call.layer().transport().unwrap_or(&self.transport),
                     send,
                     stop.clone(),
-                    hedge,
+                    fetch::Leg {
+                        hedge,
+                        pre,
+                        events: &self.events,
+                    },
                 )),
                 Some(stop),
             ),

@@ -26,16 +26,22 @@ extern "C" {
     pub type Io;
     #[wasm_bindgen(method, getter)]
     pub fn flags(this: &Io) -> u32;
-    /// `[request, seen]`: the attempt's Request and the refreshes finished
-    /// when the token it carries was read (undefined: no token of the
-    /// client's).
+    /// `{ pairs, seen, headers }`: what the header functions and the token
+    /// give an attempt, read before its admission (never over a header
+    /// named in `own`); `headers`: `base` with them set, as sent; `seen`:
+    /// the refreshes finished when the token was read (undefined: no token
+    /// of the client's).
+    #[wasm_bindgen(method)]
+    pub fn read(this: &Io, base: &JsValue, own: &str) -> Promise;
+    /// The attempt's Request: `input` (and `init`) with what `read` gave
+    /// (`pre`, or undefined) set on it, through the beforeRequest hooks.
     #[wasm_bindgen(method)]
     #[allow(clippy::too_many_arguments)]
     pub fn prepare(
         this: &Io,
         input: &JsValue,
         init: &JsValue,
-        own: &str,
+        pre: &JsValue,
         request_id: &str,
         attempt: u32,
         method: &str,
@@ -79,4 +85,7 @@ pub mod flag {
     pub const REFRESH: u32 = 4;
     /// Attempts may carry credentials the call's own headers do not show.
     pub const MAY_AUTHORIZE: u32 = 8;
+    /// Header functions or a token, read before each attempt's admission
+    /// (`Io::read`): the holds it obeys are those of what they give.
+    pub const READS: u32 = 16;
 }

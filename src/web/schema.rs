@@ -129,7 +129,7 @@ pub async fn run(
     let mut faults = Vec::new();
     // An abort while an async schema answers ends the call as any abort does.
     let check = o.validate.map(|v| Check::new(v, &call, signal.as_ref()));
-    let checked = |value| validate::checked(check.as_ref(), value);
+    let checked = |value| validate::checked(&engine, check.as_ref(), value);
     let error = match engine.clone().call(call, signal).await {
         // The copy stored is the response, not the schema's output: a
         // cached copy is checked (and transformed) again before it is served.

@@ -8,19 +8,23 @@
 //! server answered, so a value that fails is a `ParseError` (with the
 //! schema's `issues`, at most 20) that is neither retried nor a breaker
 //! failure. The call resolves with the schema's output (a predicate's
-//! value as it is). An async schema is awaited within the call's deadline
-//! and its caller's signal.
+//! value as it is). An async schema is awaited within the call's deadline,
+//! its caller's signal and the client's `close()`.
 
 use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
+use std::rc::Rc;
+
 use super::call::Call;
 use super::cancel::Cancel;
 use super::convert::get;
+use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::host::{now_ms, to_promise};
+use super::layer::Layer;
 use super::options::Reader;
 use super::runtime::{settle, Wake};
 use crate::policy::guard::Phase;
@@ -119,6 +123,10 @@ pub struct Check {
     signal: Option<AbortSignal>,
     /// The call's cancel state: how many attempts it made.
     cancel: Cancel,
+    /// What an async schema is awaited under: the caller's signal and the
+    /// `close()` of `layer`, the client that made the call.
+    own: Cancel,
+    layer: Rc<Layer>,
 }
 
 impl Check {
@@ -131,23 +139,27 @@ impl Check {
             deadline_ms: call.spec.cfg.deadline_ms,
             signal: signal.cloned(),
             cancel: call.cancel.clone(),
+            own: Cancel::default(),
+            layer: call.layer().clone(),
         }
     }
 
     /// `value` checked: the value to resolve with, or the error (a
     /// ParseError; an AbortError or TimeoutError when the caller aborts or
-    /// the deadline passes while an async schema answers).
-    pub async fn check(&self, value: JsValue) -> Result<JsValue, CallError> {
+    /// the deadline passes or `engine` (its client) is closed while an
+    /// async schema answers).
+    pub async fn check(&self, engine: &Engine, value: JsValue) -> Result<JsValue, CallError> {
         let invalid =
             |(cause, issues): Failed| CallError::new(ErrorKind::Invalid { cause, issues });
         let e = match self.validate.call(&value) {
             Ok(None) => return Ok(value),
             Err(failed) => invalid(failed),
             Ok(Some(answer)) => {
-                let own = Cancel::default();
+                let own = &self.own;
                 let _link = own.follow(self.signal.as_ref());
                 let left = self.deadline_ms - (now_ms() - self.started_ms);
-                match own.within(left.max(0.0), settle(answer)).await {
+                let answered = own.within(left.max(0.0), settle(answer));
+                match engine.tracked(&self.layer, own, answered).await {
                     Ok(settled) => match settled.map_err(thrown).and_then(|r| outcome(&r)) {
                         Ok(output) => return Ok(output),
                         Err(failed) => invalid(failed),
@@ -165,9 +177,13 @@ impl Check {
 }
 
 /// `value` checked by `check`, if any (see [`Check::check`]).
-pub async fn checked(check: Option<&Check>, value: JsValue) -> Result<JsValue, CallError> {
+pub async fn checked(
+    engine: &Engine,
+    check: Option<&Check>,
+    value: JsValue,
+) -> Result<JsValue, CallError> {
     match check {
         None => Ok(value),
-        Some(c) => c.check(value).await,
+        Some(c) => c.check(engine, value).await,
     }
 }

@@ -35,6 +35,19 @@ export async function packTarball(work) {
   return join(work, readdirSync(work).find((f) => f.endsWith('.tgz')));
 }
 
+/**
+ * The README's code block (```js, ```ts, ```tsx or ```vue) whose first line
+ * is `// name` (`<!-- name -->` in a Vue file), as written: how the app
+ * tests take a recipe's code from the README (`readme`: the README's text,
+ * the repository's or the shipped one).
+ */
+export function readmeBlock(readme, name) {
+  const line = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const m = new RegExp(`\`\`\`(?:js|tsx?|vue)\\n((?:// ${line}|<!-- ${line} -->)\\n[\\s\\S]*?)\`\`\``).exec(readme);
+  assert.ok(m, `README has a code block starting "// ${name}"`);
+  return m[1];
+}
+
 /** Copies one app to `work` and installs it with the packed package; returns its folder. */
 export async function installApp(name, work, tarball) {
   const dir = join(work, name);

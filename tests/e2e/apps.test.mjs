@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchChromium, root } from './browser.mjs';
 import { startServer } from '../server/server.mjs';
-import { childEnv, faultLog, installApp as install, packTarball, run, sh, viteBuild, watchPage } from './apps.mjs';
+import { childEnv, faultLog, installApp as install, packTarball, readmeBlock, run, sh, viteBuild, watchPage } from './apps.mjs';
 
 const shots = join(root, 'test-output/apps');
 
@@ -201,6 +201,33 @@ for (const app of ['react', 'vue']) {
       await new Promise((r) => setTimeout(r, 300));
       assert.equal((await log(id)).length, 1, 'an aborted call is not retried');
     });
+
+    if (app === 'vue') {
+      test("the README's Vue recipe as written (src/LayoutPage.vue): the layout, then the cached copy with its banner, whose Retry calls again", async () => {
+        const shipped = readFileSync(join(root, 'pkg/README.md'), 'utf8');
+        const recipe = readFileSync(join(root, 'tests/apps/vue/src/LayoutPage.vue'), 'utf8');
+        assert.equal(recipe, readmeBlock(shipped, 'LayoutPage.vue'), "src/LayoutPage.vue is the README's");
+        const id = `vue-recipe-${RUN}`;
+        await open({ recipe: layoutUrl(id) });
+        await page.evaluate(() => localStorage.clear());
+        await page.reload();
+        await page.waitForSelector('[data-testid="recipe-title"]', { timeout: 10_000 });
+        assert.equal(await page.textContent('[data-testid="recipe-title"]'), LAYOUT.title);
+        assert.equal(await page.$('[data-testid="recipe-banner"]'), null, 'no banner for a network copy');
+        // The server fails (503 twice: maxAttempts 2): the copy saved under cacheKey 'layout', with the banner.
+        const failing = `${fault.url}/fail-first?n=100&status=503&key=${id}&id=${id}-fail`;
+        await open({ recipe: failing });
+        await page.waitForSelector('[data-testid="recipe-banner"]', { timeout: 10_000 });
+        assert.equal(await page.textContent('[data-testid="recipe-title"]'), LAYOUT.title);
+        assert.equal((await log(`${id}-fail`)).length, 2);
+        await page.click('[data-testid="recipe-retry"]');
+        const end = Date.now() + 5000;
+        while ((await log(`${id}-fail`)).length < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+        assert.equal((await log(`${id}-fail`)).length, 3, 'Retry (refresh()) called again');
+        assert.ok(await page.isVisible('[data-testid="recipe-banner"]'));
+        assert.deepEqual(errors.filter((e) => !/status of 503/.test(e)), []);
+      });
+    }
 
     if (app === 'react') {
       test('the built index.html preloads the wasm (README\'s Vite plugin): the page asks for it once', async () => {

@@ -260,7 +260,7 @@ test('hooks: a beforeRequest to another origin, a throwing hook and a hanging on
     const away = await make({ beforeRequest: (req) => new Request('http://127.0.0.2:1/elsewhere', req) });
     const throws = await make({ beforeRequest: () => { throw new Error('hook bug'); } });
     const after = await make({ afterResponse: async () => { throw new Error('after bug'); } });
-    const hangs = await make({ beforeRequest: () => new Promise(() => {}) }, { timeoutMs: 200, retry: false });
+    const hangs = await make({ beforeRequest: () => new Promise(() => {}) }, { timeoutMs: 200, deadlineMs: 1000, retry: false });
     const url = `${window.fault}/echo?id=h-bad-hooks`;
     const out = {
       away: await window.outcome(away.request(url)),
@@ -279,7 +279,7 @@ test('hooks: a beforeRequest to another origin, a throwing hook and a hanging on
   assert.equal(r.away.option, 'hooks');
   for (const e of r.throws) assert.deepEqual([e.name, e.option, e.cause], ['OptionsError', 'hooks', 'hook bug']);
   assert.deepEqual([r.after.name, r.after.option, r.after.cause, r.after.attempts], ['OptionsError', 'hooks', 'after bug', 1]);
-  assert.equal(r.timeout.name, 'TimeoutError', 'a hook that hangs ends with the attempt time');
+  assert.equal(r.timeout.name, 'TimeoutError', 'a hook that hangs ends at the deadline (it runs within it, not within timeoutMs)');
   assert.equal(r.aborted.name, 'AbortError');
   assert.equal((await log('h-bad-hooks')).length, 0, 'nothing sent');
   assert.equal((await log('h-after-bug')).length, 1, 'afterResponse ran on what was sent');

@@ -299,3 +299,65 @@ test('auth on a server: a derived client per user, the token read per attempt, o
   assert.equal(api.stats().inFlight, 0);
   api.close();
 });
+
+test('close() ends a call whose async Standard Schema is still answering, at once, as it ends the others', async () => {
+  const client = await createClient({ retry: false });
+  let asked = 0;
+  const never = { '~standard': { version: 1, vendor: 'test', validate: () => (asked++, new Promise(() => {})) } };
+  const pending = client.request(`${server.url}/json?body=${encodeURIComponent('{"a":1}')}&id=node-close-validate`, {
+    validate: never,
+    deadlineMs: 10_000,
+  });
+  const outcome = pending.then(() => 'resolved', (e) => e);
+  while (asked === 0) await new Promise((r) => setTimeout(r, 10));
+  client.close();
+  const e = await Promise.race([outcome, new Promise((r) => setTimeout(() => r('still pending 1 s after close()'), 1000))]);
+  assert.equal(e?.name, 'AbortError', String(e));
+  assert.equal(e.reason, 'client closed');
+});
+
+test("'attempt' events are the attempts sent: none for one whose beforeRequest hook throws, as stats() and the error count", async () => {
+  let n = 0;
+  const client = await createClient({
+    retry: { baseDelayMs: 1 },
+    hooks: { beforeRequest: () => { if (++n === 2) throw new Error('hook bug'); } },
+  });
+  const events = [];
+  client.on('attempt', (e) => events.push(e.attempt));
+  // The first attempt is sent (503), the second one's hook throws: the call ends, one attempt sent.
+  const e = await client.request(`${server.url}/fail-first?n=5&id=node-hook-attempt`).catch((x) => x);
+  assert.equal(e.name, 'OptionsError');
+  assert.equal(e.option, 'hooks');
+  assert.equal((await log('node-hook-attempt')).length, 1);
+  assert.equal(client.stats().attempts, 1);
+  assert.deepEqual(events, [1], "an 'attempt' event for the attempt sent only");
+  client.close();
+});
+
+test("a slow beforeRequest hook runs within the deadline: the attempt's timeoutMs starts when its request goes out", async () => {
+  // A hook that signs each request in 300 ms, an attempt time of 200 ms and a backend that answers at once.
+  const slow = await createClient({
+    timeoutMs: 200,
+    retry: false,
+    hooks: { beforeRequest: () => new Promise((r) => setTimeout(r, 300)) },
+  });
+  const ok = await slow.request(`${server.url}/echo?id=node-slow-hook`).then((v) => v.path, (e) => `${e.name} ${e.phase}`);
+  assert.equal(ok, '/echo', 'the hook did not spend the attempt time');
+  assert.equal((await log('node-slow-hook')).length, 1);
+  // One that hangs ends at the deadline, having sent nothing.
+  const hangs = await createClient({
+    timeoutMs: 200,
+    deadlineMs: 800,
+    retry: false,
+    hooks: { beforeRequest: () => new Promise(() => {}) },
+  });
+  const started = performance.now();
+  const e = await hangs.request(`${server.url}/echo?id=node-hanging-hook`).catch((x) => x);
+  const ms = performance.now() - started;
+  assert.deepEqual([e.name, e.phase, e.attempts], ['TimeoutError', 'deadline', 0]);
+  assert.ok(ms >= 750 && ms < 1500, `ended after ${ms} ms`);
+  assert.equal((await log('node-hanging-hook')).length, 0);
+  assert.deepEqual([hangs.stats().inFlight, hangs.breakers()[0]?.samples ?? 0], [0, 0]);
+  slow.close();
+  hangs.close();
+});

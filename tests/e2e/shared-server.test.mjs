@@ -12,6 +12,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { startServer } from '../server/server.mjs';
 import { createClient, CircuitOpenError, HttpError } from '../../pkg/node.js';
 
 const CREDENTIAL_HEADERS = ['cookie', 'authorization', 'proxy-authorization', 'x-api-key'];
@@ -230,3 +232,47 @@ test('cross-tab: a cooldown told to other tabs carries the digest of its credent
   tabC.close();
   for (const x of [a, b, c]) x.close();
 });
+
+// Credentials that the client adds (issue 25): `auth.token` or a `headers`
+// function reading who is being served from per-request state (Next.js's
+// cookies()/headers(), here an AsyncLocalStorage). The scope of a hold is
+// the credential headers as sent, so it must be read before admission.
+let fault;
+before(async () => {
+  fault = await startServer();
+});
+after(() => fault?.close());
+
+/** The user a request of the server is being served for. */
+const serving = new AsyncLocalStorage();
+
+for (const [how, options] of [
+  ['auth.token', (reads) => ({ auth: { token: () => (reads.push(serving.getStore()), serving.getStore()) } })],
+  [
+    'a headers function',
+    (reads) => ({ headers: () => (reads.push(serving.getStore()), { authorization: `Bearer ${serving.getStore()}` }) }),
+  ],
+]) {
+  test(`holds from ${how}: alice's 429 Retry-After: 20 holds her calls, not bob's, on one shared client`, async () => {
+    const reads = [];
+    const client = await createClient({ retry: false, crossTab: false, ...options(reads) });
+    const id = `i25-scope-${how.replace(/\W/g, '')}`;
+    const url = `${fault.url}/auth?accept=alice,bob&refuse=alice&retryAfter=20&id=${id}`;
+    const as = (user, opts) => serving.run(user, () => outcome(client, url, opts));
+    const refused = await as('alice');
+    assert.equal(refused.status, 429, JSON.stringify(refused));
+    const bob = await as('bob', { deadlineMs: 5000 });
+    assert.equal(bob.ok, true, `bob was held by alice's 429: ${JSON.stringify(bob)}`);
+    assert.equal(bob.data.token, 'bob');
+    assert.ok(bob.ms < 1000, `bob waited ${bob.ms} ms`);
+    // Hers are held: beyond the deadline, refused at once without sending.
+    const again = await as('alice', { deadlineMs: 5000 });
+    assert.equal(again.name, 'CircuitOpenError', JSON.stringify(again));
+    assert.ok(again.retryInMs > 15_000 && again.retryInMs <= 20_000, `retryInMs ${again.retryInMs}`);
+    // One read per call (the held one read it to know whose it is), two requests sent.
+    assert.deepEqual(reads, ['alice', 'bob', 'alice']);
+    const log = await (await fetch(`${fault.url}/_log?id=${id}`)).json();
+    assert.deepEqual(log.map((e) => e.status), [429, 200]);
+    client.close();
+  });
+}

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchChromium, root } from './browser.mjs';
 import { startServer } from '../server/server.mjs';
-import { faultLog, installApp, packTarball, run, viteBuild, watchPage } from './apps.mjs';
+import { faultLog, installApp, packTarball, readmeBlock, run, viteBuild, watchPage } from './apps.mjs';
 
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const RUN = Date.now().toString(36);
@@ -55,16 +55,9 @@ const view = (state) => page.waitForSelector(`[data-testid="view"][data-state="$
 const attr = (testid, name) => page.getAttribute(`[data-testid="${testid}"]`, name);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** The README's ```ts block that starts with the line `// name`. */
-function readmeBlock(name) {
-  const m = new RegExp(`\`\`\`tsx?\\n(// ${name.replace('.', '\\.')}\\n[\\s\\S]*?)\`\`\``).exec(readme);
-  assert.ok(m, `README has a \`\`\`ts block starting "// ${name}"`);
-  return m[1];
-}
-
 test('the app is the README recipe: api.ts and recover.ts as written, its queryFn and narrowing', () => {
   for (const file of ['api.ts', 'recover.ts']) {
-    assert.equal(readFileSync(join(root, 'tests/apps/tanstack/src', file), 'utf8'), readmeBlock(file), `src/${file} is README's`);
+    assert.equal(readFileSync(join(root, 'tests/apps/tanstack/src', file), 'utf8'), readmeBlock(readme, file), `src/${file} is README's`);
   }
   const component = /```tsx\n([\s\S]*?useQuery[\s\S]*?)```/.exec(readme)?.[1];
   assert.ok(component, 'README has the component');

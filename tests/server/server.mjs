@@ -505,11 +505,15 @@ export async function startServer({
       case '/auth': {
         // A bearer-token check: 200 when Authorization is `<scheme> <token>` with a token in `accept`
         // (comma-separated), else 401. `delay` waits first (so concurrent calls all hold the old token).
+        // A token in `refuse` (comma-separated) is a user over their quota: 429 with `retryAfter`.
         if (!(await ctx.sleep(numParam(query.delay, 0, 0, MAX_DELAY_MS)))) return;
         const scheme = query.scheme ?? 'Bearer';
         const accept = String(query.accept ?? '').split(',').filter(Boolean);
         const given = req.headers.authorization ?? '';
         const token = given.startsWith(`${scheme} `) ? given.slice(scheme.length + 1) : null;
+        if (token !== null && String(query.refuse ?? '').split(',').includes(token)) {
+          return sendJson(ctx, 429, { ok: false, token }, retryAfterHeader(query.retryAfter));
+        }
         if (token !== null && accept.includes(token)) {
           return sendJson(ctx, 200, { ok: true, token, method: req.method, body: ctx.body.text });
         }

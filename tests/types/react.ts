@@ -1,6 +1,6 @@
 // stormguard/react: useSchema's types.
 import { createClient, isStormguardError } from 'stormguard';
-import type { Client } from 'stormguard';
+import type { Client, StandardSchemaV1 } from 'stormguard';
 import { useSchema } from 'stormguard/react';
 import type { UseSchemaResult, SchemaSource } from 'stormguard/react';
 
@@ -49,4 +49,14 @@ export function Wrong(client: Client): void {
   useSchema(client, 42);
   // @ts-expect-error data is read-only information: no setter exists
   useSchema(client, '/x').setData(1);
+}
+
+export function WithSchema(client: Client): string {
+  // A Standard Schema (zod, valibot, arktype): data is its inferred output, as with client.schema().
+  const layoutSchema: StandardSchemaV1<unknown, Layout> = {
+    '~standard': { version: 1, vendor: 'test', validate: (v) => ({ value: v as Layout }) },
+  };
+  const r = useSchema(client, '/layout.json', { validate: layoutSchema, cacheKey: 'layout' });
+  expectType<typeof r.data, Layout | undefined>(true);
+  return r.data?.title ?? '';
 }

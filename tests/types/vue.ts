@@ -2,7 +2,7 @@
 import { computed, ref } from 'vue';
 import type { Ref, ShallowRef } from 'vue';
 import { createClient, isStormguardError } from 'stormguard';
-import type { Client } from 'stormguard';
+import type { Client, StandardSchemaV1 } from 'stormguard';
 import { useSchema } from 'stormguard/vue';
 import type { UseSchemaReturn } from 'stormguard/vue';
 
@@ -50,4 +50,16 @@ export function setupWithRefs(client: Client) {
   // @ts-expect-error the fallback must be a T
   useSchema<Layout>(client, url, { fallback: { blocks: 1 } });
   return { a, b };
+}
+
+export function setupWithSchema(client: Client) {
+  // A Standard Schema (zod, valibot, arktype): data is its inferred output, as with client.schema().
+  const layoutSchema: StandardSchemaV1<unknown, Layout> = {
+    '~standard': { version: 1, vendor: 'test', validate: (v) => ({ value: v as Layout }) },
+  };
+  const r = useSchema(client, '/layout.json', { validate: layoutSchema, cacheKey: 'layout' });
+  expectType<typeof r.data.value, Layout | undefined>(true);
+  const g = useSchema(client, () => '/layout.json', () => ({ validate: layoutSchema }));
+  expectType<typeof g.data.value, Layout | undefined>(true);
+  return { r, g };
 }

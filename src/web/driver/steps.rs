@@ -1,19 +1,22 @@
 //! The steps a client's hooks and auth add to the call loop, at fixed
-//! points of it: after a retry is planned, the `beforeRetry` hooks; after a
-//! 401 to an attempt that carried a token, the shared refresh. What each
+//! points of it: before admission, its header functions and token; after a
+//! retry is planned, the `beforeRetry` hooks; after a 401 to an attempt
+//! that carried a token, the shared refresh. What each
 //! may change is the policy core's to decide (`Guard::veto_retry`,
 //! `Guard::replay`); here the client's `Io` (`hooks.rs`) is only asked,
 //! within the call's deadline and until it is cancelled.
 
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
-use super::super::call::Call;
+use super::super::call::{credentials_of, Call};
+use super::super::convert::get;
 use super::super::engine::Engine;
 use super::super::errors::{CallError, ErrorKind};
 use super::super::fetch::{self, AttemptEnd};
 use super::super::hooks::flag;
 use super::super::host::now_ms;
 use super::super::runtime::{settle, Wake};
+use super::Halt;
 use crate::policy::classify::RetryDenied;
 use crate::policy::guard::{Attempt, CallState, Verdict};
 use crate::policy::ratelimit::Quota;
@@ -29,6 +32,37 @@ pub(super) enum Step {
 }
 
 impl Engine {
+    /// Before each attempt's admission: what the client's header functions
+    /// and token give it (`Io::read`, within the deadline and until the
+    /// call is cancelled; sent as read, never read again for the attempt),
+    /// and the call's credentials from its headers as they will be sent,
+    /// so the holds and quotas it obeys and sets are its user's (API.md,
+    /// "Holds"), a refreshed token's after a 401's replay. Undefined for a
+    /// client without such functions: the call's own headers say whom it
+    /// speaks for. A function that fails ends the call (nothing sent, no
+    /// sample).
+    pub(super) async fn read(&self, call: &Call, c: &mut CallState<'_>) -> Result<JsValue, Halt> {
+        let Some(io) = call.layer().io(flag::READS) else {
+            c.set_credentials(call.target.credentials());
+            return Ok(JsValue::UNDEFINED);
+        };
+        let base = call.target.headers().map(JsValue::from);
+        let asked = settle(io.read(&base.unwrap_or_default(), call.own()));
+        let pre = match call
+            .cancel
+            .within(c.deadline.remaining(now_ms()), asked)
+            .await
+        {
+            Ok(Ok(pre)) => pre,
+            Ok(Err(e)) => return Err(CallError::new(ErrorKind::Thrown(e)).into()),
+            Err(Wake::Cancelled) => return Err(call.cancel.abort_error().into()),
+            Err(_) => return Err(Halt::OutOfTime),
+        };
+        let sent = get(&pre, "headers").map_err(|e| CallError::new(ErrorKind::Thrown(e)))?;
+        c.set_credentials(credentials_of(sent.unchecked_ref()));
+        Ok(pre)
+    }
+
     /// When `verdict` is a retry planned after `err` (of attempt
     /// `attempt`, with its Response if any): the client's `beforeRetry`
     /// hooks may stop it (the verdict becomes a failure, `retryDenied:
@@ -102,7 +136,7 @@ impl Engine {
             .cancel
             .within(c.deadline.remaining(now_ms()), wait)
             .await;
-        let (err, response) = match end.into_result(&call.cancel, send.phase, false) {
+        let (err, response) = match end.into_result(&call.cancel, false) {
             Ok(v) => return Step::Done(Ok(v)),
             Err(failed) => failed,
         };
