@@ -168,7 +168,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // extend() 2.1 KB (wasm), the calls into the wrapper's hooks/auth and the loop's replay and
 // beforeRetry steps 2.6 KB (wasm), the wrapper's Io that runs them 1.7 KB (JS), the close tree
 // and per-client layer the rest.
-const SIZE_BUDGET_BYTES = 99_608 + 3_639 + 8_799;
+// Issue 26 item 2 (a run of failures over several endpoints of one origin opens them all, and they
+// probe one at a time) added 959 bytes of wasm.
+const SIZE_BUDGET_BYTES = 99_608 + 3_639 + 8_799 + 959;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -1,0 +1,204 @@
+//! Runs of failures per origin, across its breaker keys.
+//!
+//! Why: breakers are per endpoint, but backends fail per origin. A page load
+//! sends a burst of calls to several endpoints of one backend at once (the
+//! storm benchmark's: 6 calls to 3 paths); in an outage every one of them
+//! fails, yet no endpoint sees `consecutiveFailures` failures in a row
+//! before the burst's retries go out, so a client with a breaker per path
+//! sent each failed page load's retries into the outage (amplification 1.3
+//! where no library at all sends 1.0). When a run of failures with no
+//! success between them spans several endpoints of one origin, the origin is
+//! down, not one endpoint.
+//!
+//! The rule (binary breakers with a `consecutiveFailures` count `n`; a key
+//! has an origin when it has the default shape `METHOD scheme://authority/...`):
+//! the origin's run counts every failure sample of its keys since its last
+//! success sample, and the keys that failed in it. Once the run holds at
+//! least `n` failures over at least two keys, it is *correlated*: each key
+//! that failed in it opens (a half-open one re-opens as after a failed
+//! probe), and so does any key that fails while it lasts; and the keys of
+//! the run probe one at a time (a half-open key of the run whose probe slot
+//! is free still waits, as for its own probe, while another key of the run
+//! has a probe out). A success at any key of the origin ends the run. A
+//! single endpoint failing alone (the other endpoints answering) never
+//! correlates, so a client of one endpoint behaves exactly as without the
+//! rule.
+//!
+//! Memory is bounded: at most [`MAX_ORIGINS`] runs are kept, the one that
+//! failed least recently is forgotten first.
+
+/// Origins with a run kept at once.
+pub(super) const MAX_ORIGINS: usize = 32;
+
+/// An origin's current run of failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Run {
+    /// Never 0 (0 marks a key in no run), unique over every origin.
+    pub id: u64,
+    pub failures: u32,
+    /// Distinct keys that failed in the run.
+    pub keys: u32,
+}
+
+impl Run {
+    /// At least `n` failures over at least two keys.
+    pub fn correlated(&self, n: u32) -> bool {
+        self.keys >= 2 && self.failures >= n
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct Origins {
+    /// (origin, its run, when it last failed)
+    runs: Vec<(String, Run, u64)>,
+    last_id: u64,
+    tick: u64,
+}
+
+impl Origins {
+    /// A failure of a key whose last run is `key_run` (updated to the
+    /// origin's current one): the run as it now stands.
+    pub fn failure(&mut self, origin: &str, key_run: &mut u64) -> Run {
+        self.tick += 1;
+        let tick = self.tick;
+        let i = match self.runs.iter().position(|(o, ..)| o == origin) {
+            Some(i) => i,
+            None => {
+                if self.runs.len() >= MAX_ORIGINS {
+                    let oldest = self
+                        .runs
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, (.., t))| *t)
+                        .map(|(i, _)| i);
+                    if let Some(i) = oldest {
+                        self.runs.swap_remove(i);
+                    }
+                }
+                self.last_id += 1;
+                let run = Run {
+                    id: self.last_id,
+                    failures: 0,
+                    keys: 0,
+                };
+                self.runs.push((origin.to_owned(), run, tick));
+                self.runs.len() - 1
+            }
+        };
+        let Some((_, run, touched)) = self.runs.get_mut(i) else {
+            return Run {
+                id: 0,
+                failures: 0,
+                keys: 0,
+            };
+        };
+        *touched = tick;
+        run.failures = run.failures.saturating_add(1);
+        if *key_run != run.id {
+            *key_run = run.id;
+            run.keys = run.keys.saturating_add(1);
+        }
+        *run
+    }
+
+    /// A success at `origin` ends its run: the run ended, if any.
+    pub fn success(&mut self, origin: &str) -> Option<Run> {
+        let i = self.runs.iter().position(|(o, ..)| o == origin)?;
+        Some(self.runs.swap_remove(i).1)
+    }
+
+    /// The origin's current run.
+    pub fn current(&self, origin: &str) -> Option<Run> {
+        self.runs
+            .iter()
+            .find(|(o, ..)| o == origin)
+            .map(|(_, r, _)| *r)
+    }
+}
+
+/// The origin of a key of the default shape `METHOD scheme://authority/path`
+/// (`scheme://authority`); None for any other key (`breakerKey`s the app
+/// chose group as the app chose).
+pub(super) fn origin_of(key: &str) -> Option<&str> {
+    // Bytes, not `str::find("://")`: a substring search links a searcher
+    // of its own into the wasm.
+    let b = key.as_bytes();
+    let space = b.iter().position(|&c| c == b' ').filter(|&i| i > 0)?;
+    let url = space + 1;
+    let mut i = url;
+    while b.get(i).is_some_and(u8::is_ascii_alphabetic) {
+        i += 1;
+    }
+    if i == url || b.get(i..i + 3) != Some(b"://".as_slice()) {
+        return None;
+    }
+    let host = i + 3;
+    let end = b
+        .get(host..)?
+        .iter()
+        .position(|&c| c == b'/')
+        .map_or(b.len(), |n| host + n);
+    (end > host).then(|| key.get(url..end)).flatten()
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_of_default_keys_only() {
+        assert_eq!(
+            origin_of("GET https://api.example:8080/v1/items"),
+            Some("https://api.example:8080")
+        );
+        assert_eq!(
+            origin_of("POST http://127.0.0.1:9/capacity/user"),
+            Some("http://127.0.0.1:9")
+        );
+        assert_eq!(
+            origin_of("GET https://api.example"),
+            Some("https://api.example")
+        );
+        for key in [
+            "payments",
+            "http://127.0.0.1:9",
+            " https://a/x",
+            "GET https:///x",
+            "GET data:",
+            "GET nothing",
+        ] {
+            assert_eq!(origin_of(key), None, "{key}");
+        }
+    }
+
+    #[test]
+    fn a_run_counts_failures_and_keys_until_a_success() {
+        let mut o = Origins::default();
+        let (mut a, mut b) = (0, 0);
+        let r = o.failure("https://x", &mut a);
+        assert_eq!((r.failures, r.keys, a), (1, 1, r.id));
+        let r = o.failure("https://x", &mut a);
+        assert_eq!((r.failures, r.keys), (2, 1));
+        assert!(!r.correlated(2), "one key alone");
+        let r = o.failure("https://x", &mut b);
+        assert_eq!((r.failures, r.keys, b), (3, 2, a));
+        assert!(r.correlated(3) && !r.correlated(4));
+        assert_eq!(o.success("https://x").map(|r| r.id), Some(a));
+        assert_eq!(o.current("https://x"), None);
+        let r = o.failure("https://x", &mut b);
+        assert_eq!((r.failures, r.keys), (1, 1));
+        assert_ne!(r.id, a, "a new run");
+    }
+
+    #[test]
+    fn origins_are_bounded_and_forget_the_oldest() {
+        let mut o = Origins::default();
+        let mut k = 0;
+        for i in 0..=MAX_ORIGINS {
+            let _ = o.failure(&format!("https://{i}"), &mut k);
+        }
+        assert_eq!(o.runs.len(), MAX_ORIGINS);
+        assert_eq!(o.current("https://0"), None);
+        assert!(o.current(&format!("https://{MAX_ORIGINS}")).is_some());
+    }
+}
