@@ -33,6 +33,15 @@
 //! slot. (A `Normal` attempt that outlives a whole open/half-open/close cycle
 //! does count in the new window: it needs to run longer than the open period.)
 //!
+//! Runs of failures are also counted per origin (`origin.rs`): when
+//! `consecutiveFailures` failures in a row span two or more keys of one
+//! origin, each key that failed in the run opens, and while the run lasts
+//! its keys probe one at a time (a key whose probe slot is free waits for
+//! another key's probe as for its own). Proven by
+//! `a_burst_failing_on_every_endpoint_of_an_origin_opens_them_all`,
+//! `a_correlated_origin_probes_one_endpoint_at_a_time` and the property
+//! test `a_correlated_run_probes_once_and_strands_no_waiter`.
+//!
 //! `mode: 'adaptive'` replaces the circuit with client-side throttling
 //! (Google SRE book, "Handling Overload"): each call is rejected locally with
 //! probability `max(0, (requests - k * accepts) / (requests + 1))` over the
