@@ -34,8 +34,8 @@
 //! does count in the new window: it needs to run longer than the open period.)
 //!
 //! Runs of failures are also counted per origin (`origin.rs`): when
-//! `consecutiveFailures` failures in a row span two or more keys of one
-//! origin, each key that failed in the run opens, and while the run lasts
+//! `consecutiveFailures` failures in a row span several keys of one origin
+//! (that many keys, or two keys twice each), each key that failed in the run opens, and while the run lasts
 //! its keys probe one at a time (a key whose probe slot is free waits for
 //! another key's probe as for its own). Proven by
 //! `a_burst_failing_on_every_endpoint_of_an_origin_opens_them_all`,
@@ -64,7 +64,7 @@
 use super::classify::Sample;
 use super::options::BreakerConfig;
 use super::window::Ring;
-use origin::{origin_of, Origins};
+use origin::{origin_of, InRun, Origins};
 
 mod origin;
 
@@ -155,9 +155,9 @@ struct Circuit {
     last_used: u64,
     /// Calls waiting for the probes' outcome, oldest first.
     waiting: Vec<ProbeWaiter>,
-    /// The run of its origin's failures it last failed in (0: none; see
-    /// `origin.rs`).
-    run: u64,
+    /// The run of its origin's failures it last failed in, and its
+    /// failures there (see `origin.rs`).
+    run: InRun,
 }
 
 type Change = Option<(State, State)>;
@@ -174,7 +174,7 @@ impl Circuit {
             in_flight: 0,
             last_used: 0,
             waiting: Vec::new(),
-            run: 0,
+            run: InRun { id: 0, failures: 0 },
         }
     }
 
@@ -387,7 +387,7 @@ impl Breakers {
         };
         c.last_used = self.tick;
         self.log.push(key, c.refresh(now_ms));
-        if c.state == State::HalfOpen && c.run != 0 && self.probe_elsewhere(key) {
+        if c.state == State::HalfOpen && c.run.id != 0 && self.probe_elsewhere(key) {
             // Another endpoint of the origin's correlated run is probing.
             return Err(0.0);
         }
@@ -433,7 +433,7 @@ impl Breakers {
         let Some(c) = circuit(&mut self.circuits, key) else {
             return;
         };
-        let mut wake = if permit == Permit::Probe { c.run } else { 0 };
+        let mut wake = if permit == Permit::Probe { c.run.id } else { 0 };
         match sample {
             Sample::Failure => {
                 let run = self.origins.failure(origin, &mut c.run);
@@ -449,7 +449,7 @@ impl Breakers {
             Sample::Ignored => {}
         }
         if wake != 0 {
-            for (_, c) in self.circuits.iter_mut().filter(|(_, c)| c.run == wake) {
+            for (_, c) in self.circuits.iter_mut().filter(|(_, c)| c.run.id == wake) {
                 self.log.release(c);
             }
         }
@@ -458,7 +458,7 @@ impl Breakers {
     /// Opens every key of the correlated run `id` that is not open: a
     /// closed one for `openMs`, a half-open one as after a failed probe.
     fn trip(&mut self, id: u64, now_ms: f64) {
-        for (key, c) in self.circuits.iter_mut().filter(|(_, c)| c.run == id) {
+        for (key, c) in self.circuits.iter_mut().filter(|(_, c)| c.run.id == id) {
             self.log.push(key, c.refresh(now_ms));
             let period = match c.state {
                 State::Open => continue,
@@ -483,12 +483,12 @@ impl Breakers {
         let in_run = find(&self.circuits, key)
             .ok()
             .and_then(|i| self.circuits.get(i))
-            .is_some_and(|(_, c)| c.run == run.id);
+            .is_some_and(|(_, c)| c.run.id == run.id);
         in_run
             && self
                 .circuits
                 .iter()
-                .any(|(k, c)| c.run == run.id && c.probes > 0 && k != key)
+                .any(|(k, c)| c.run.id == run.id && c.probes > 0 && k != key)
     }
 
     /// `acquire` refused a call because every probe slot of the half-open
@@ -694,8 +694,12 @@ impl Breakers {
         };
         self.log.release(&mut c);
         // It may have held its run's probe: the run's waiters ask again.
-        if c.run != 0 {
-            for (_, other) in self.circuits.iter_mut().filter(|(_, o)| o.run == c.run) {
+        if c.run.id != 0 {
+            for (_, other) in self
+                .circuits
+                .iter_mut()
+                .filter(|(_, o)| o.run.id == c.run.id)
+            {
                 self.log.release(other);
             }
         }
@@ -1466,6 +1470,8 @@ mod tests {
     const C: &str = "GET https://api.example/stock";
     /// Another origin.
     const X: &str = "GET https://cdn.example/user";
+    const F: Sample = Sample::Failure;
+    const S: Sample = Sample::Success;
 
     /// A page load's burst under the defaults: two calls to each of A, B
     /// and C, all out before the first answer, every one failing.
@@ -1507,6 +1513,16 @@ mod tests {
             (b.state(A, 2.0), b.state(B, 2.0)),
             (State::Open, State::Closed)
         );
+        // An endpoint that keeps failing, then another's single failure: a
+        // broken endpoint, not its origin down.
+        let mut b = Breakers::new(BreakerConfig::default());
+        for k in [A, A, A, B] {
+            call(&mut b, k, F, 0.0).unwrap();
+        }
+        assert_eq!(
+            (b.state(A, 0.0), b.state(B, 0.0)),
+            (State::Open, State::Closed)
+        );
         // Failures of two origins, or of keys without one, do not add up.
         let mut b = Breakers::new(BreakerConfig::default());
         for k in [A, X, A, X, "payments", "orders"] {
@@ -1520,22 +1536,27 @@ mod tests {
     #[test]
     fn a_success_anywhere_on_the_origin_ends_the_run() {
         let mut b = Breakers::new(BreakerConfig::default());
-        call(&mut b, A, Sample::Failure, 0.0).unwrap();
-        call(&mut b, B, Sample::Failure, 0.0).unwrap();
-        call(&mut b, C, Sample::Success, 0.0).unwrap();
-        call(&mut b, A, Sample::Failure, 0.0).unwrap();
+        for (k, s) in [(A, F), (B, F), (C, S), (A, F), (B, F)] {
+            call(&mut b, k, s, 0.0).unwrap();
+        }
+        // Four failures over A and B, twice each, but C answered between.
         for k in [A, B, C] {
             assert_eq!(b.state(k, 0.0), State::Closed, "{k}");
         }
-        // Without that success, the third failure opens both failing keys.
-        call(&mut b, B, Sample::Failure, 0.0).unwrap();
-        call(&mut b, A, Sample::Failure, 0.0).unwrap();
+        // Since C's success, three endpoints have failed: all three open.
+        call(&mut b, C, F, 0.0).unwrap();
+        assert_eq!([A, B, C].map(|k| b.state(k, 0.0)), [State::Open; 3]);
+        // Two endpoints failing twice each open, and a third that fails
+        // while the run lasts opens at its first failure.
+        let mut b = Breakers::new(BreakerConfig::default());
+        for k in [A, B, A, B] {
+            call(&mut b, k, F, 0.0).unwrap();
+        }
         assert_eq!(
             [A, B, C].map(|k| b.state(k, 0.0)),
             [State::Open, State::Open, State::Closed]
         );
-        // A key that fails while the run lasts opens at its first failure.
-        call(&mut b, C, Sample::Failure, 0.0).unwrap();
+        call(&mut b, C, F, 0.0).unwrap();
         assert_eq!(b.state(C, 0.0), State::Open);
         // Off with the consecutive rule.
         let mut b = Breakers::new(BreakerConfig {
@@ -1636,12 +1657,12 @@ mod tests {
                             Ok(p) => {
                                 prop_assert_ne!(before, State::Open);
                                 if p == Permit::Probe {
-                                    let run = circuit(&mut b.circuits, key).unwrap().run;
+                                    let run = circuit(&mut b.circuits, key).unwrap().run.id;
                                     let correlated = origin_of(key)
                                         .and_then(|o| b.origins.current(o))
                                         .is_some_and(|r| r.id == run && r.correlated(n));
                                     let others = b.circuits.iter()
-                                        .filter(|(k, c)| *k != key && c.run == run && c.probes > 0)
+                                        .filter(|(k, c)| *k != key && c.run.id == run && c.probes > 0)
                                         .count();
                                     prop_assert!(!correlated || others == 0, "second probe in a run");
                                 }

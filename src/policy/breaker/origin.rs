@@ -14,15 +14,17 @@
 //! has an origin when it has the default shape `METHOD scheme://authority/...`):
 //! the origin's run counts every failure sample of its keys since its last
 //! success sample, and the keys that failed in it. Once the run holds at
-//! least `n` failures over at least two keys, it is *correlated*: each key
+//! least `n` failures and several endpoints failed in it (`n` of them, or
+//! two of them at least twice each), it is *correlated*: each key
 //! that failed in it opens (a half-open one re-opens as after a failed
 //! probe), and so does any key that fails while it lasts; and the keys of
 //! the run probe one at a time (a half-open key of the run whose probe slot
 //! is free still waits, as for its own probe, while another key of the run
 //! has a probe out). A success at any key of the origin ends the run. A
-//! single endpoint failing alone (the other endpoints answering) never
-//! correlates, so a client of one endpoint behaves exactly as without the
-//! rule.
+//! single endpoint failing alone never correlates, nor does one endpoint
+//! that keeps failing followed by another's single failure (a broken
+//! endpoint is not an outage of its origin), so a client of one endpoint
+//! behaves exactly as without the rule.
 //!
 //! Memory is bounded: at most [`MAX_ORIGINS`] runs are kept, the one that
 //! failed least recently is forgotten first.
@@ -38,13 +40,30 @@ pub(super) struct Run {
     pub failures: u32,
     /// Distinct keys that failed in the run.
     pub keys: u32,
+    /// Keys that failed at least twice in the run.
+    pub repeated: u32,
 }
 
 impl Run {
-    /// At least `n` failures over at least two keys.
+    const NONE: Run = Run {
+        id: 0,
+        failures: 0,
+        keys: 0,
+        repeated: 0,
+    };
+
+    /// At least `n` failures, over `n` keys or with two keys failing twice.
     pub fn correlated(&self, n: u32) -> bool {
-        self.keys >= 2 && self.failures >= n
+        self.failures >= n && self.keys >= 2 && (self.keys >= n || self.repeated >= 2)
     }
+}
+
+/// Where a key stands in its origin's runs: the run it last failed in
+/// (0: none) and its failures in that run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct InRun {
+    pub id: u64,
+    pub failures: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -56,9 +75,9 @@ pub(super) struct Origins {
 }
 
 impl Origins {
-    /// A failure of a key whose last run is `key_run` (updated to the
-    /// origin's current one): the run as it now stands.
-    pub fn failure(&mut self, origin: &str, key_run: &mut u64) -> Run {
+    /// A failure of a key standing at `key` (updated to the origin's
+    /// current run): the run as it now stands.
+    pub fn failure(&mut self, origin: &str, key: &mut InRun) -> Run {
         self.tick += 1;
         let tick = self.tick;
         let i = match self.runs.iter().position(|(o, ..)| o == origin) {
@@ -78,25 +97,27 @@ impl Origins {
                 self.last_id += 1;
                 let run = Run {
                     id: self.last_id,
-                    failures: 0,
-                    keys: 0,
+                    ..Run::NONE
                 };
                 self.runs.push((origin.to_owned(), run, tick));
                 self.runs.len() - 1
             }
         };
         let Some((_, run, touched)) = self.runs.get_mut(i) else {
-            return Run {
-                id: 0,
-                failures: 0,
-                keys: 0,
-            };
+            return Run::NONE;
         };
         *touched = tick;
         run.failures = run.failures.saturating_add(1);
-        if *key_run != run.id {
-            *key_run = run.id;
+        if key.id != run.id {
+            *key = InRun {
+                id: run.id,
+                failures: 0,
+            };
             run.keys = run.keys.saturating_add(1);
+        }
+        key.failures = key.failures.saturating_add(1);
+        if key.failures == 2 {
+            run.repeated = run.repeated.saturating_add(1);
         }
         *run
     }
@@ -174,26 +195,53 @@ mod tests {
     #[test]
     fn a_run_counts_failures_and_keys_until_a_success() {
         let mut o = Origins::default();
-        let (mut a, mut b) = (0, 0);
+        let (mut a, mut b, mut c) = (InRun::default(), InRun::default(), InRun::default());
         let r = o.failure("https://x", &mut a);
-        assert_eq!((r.failures, r.keys, a), (1, 1, r.id));
+        assert_eq!(
+            (r.failures, r.keys, a),
+            (
+                1,
+                1,
+                InRun {
+                    id: r.id,
+                    failures: 1
+                }
+            )
+        );
         let r = o.failure("https://x", &mut a);
-        assert_eq!((r.failures, r.keys), (2, 1));
+        assert_eq!((r.failures, r.keys, r.repeated), (2, 1, 1));
         assert!(!r.correlated(2), "one key alone");
+        let r = o.failure("https://x", &mut a);
+        let r2 = o.failure("https://x", &mut b);
+        assert_eq!((r2.failures, r2.keys, r2.repeated, b.id), (4, 2, 1, r.id));
+        assert!(!r2.correlated(3), "one key failing on, another once");
         let r = o.failure("https://x", &mut b);
-        assert_eq!((r.failures, r.keys, b), (3, 2, a));
-        assert!(r.correlated(3) && !r.correlated(4));
-        assert_eq!(o.success("https://x").map(|r| r.id), Some(a));
+        assert!(
+            r.correlated(3) && r.correlated(5) && !r.correlated(6),
+            "two keys twice"
+        );
+        assert_eq!(o.success("https://x").map(|r| r.id), Some(a.id));
         assert_eq!(o.current("https://x"), None);
-        let r = o.failure("https://x", &mut b);
-        assert_eq!((r.failures, r.keys), (1, 1));
-        assert_ne!(r.id, a, "a new run");
+        // A new run: three keys once each is three endpoints failing together.
+        let r = o.failure("https://x", &mut a);
+        assert_ne!(r.id, b.id, "a new run");
+        assert_eq!(
+            a,
+            InRun {
+                id: r.id,
+                failures: 1
+            }
+        );
+        let _ = o.failure("https://x", &mut b);
+        assert!(!o.current("https://x").unwrap().correlated(3));
+        let r = o.failure("https://x", &mut c);
+        assert!(r.correlated(3) && !r.correlated(4));
     }
 
     #[test]
     fn origins_are_bounded_and_forget_the_oldest() {
         let mut o = Origins::default();
-        let mut k = 0;
+        let mut k = InRun::default();
         for i in 0..=MAX_ORIGINS {
             let _ = o.failure(&format!("https://{i}"), &mut k);
         }
