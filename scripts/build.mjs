@@ -169,8 +169,8 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // beforeRetry steps 2.6 KB (wasm), the wrapper's Io that runs them 1.7 KB (JS), the close tree
 // and per-client layer the rest.
 // Issue 26 item 2 (a run of failures over several endpoints of one origin opens them all, and they
-// probe one at a time) added 959 bytes of wasm.
-const SIZE_BUDGET_BYTES = 99_608 + 3_639 + 8_799 + 959;
+// probe one at a time) added 992 bytes of wasm (gzip -9).
+const SIZE_BUDGET_BYTES = 99_608 + 3_639 + 8_799 + 992;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;
