@@ -35,7 +35,8 @@
 //!
 //! Runs of failures are also counted per origin (`origin.rs`): when
 //! `consecutiveFailures` failures in a row span several keys of one origin
-//! (that many keys, or two keys twice each), each key that failed in the run opens, and while the run lasts
+//! failing together (that many keys, or two keys twice each, counting only
+//! failures that came back while another's attempt was out), each key that failed in the run opens, and while the run lasts
 //! its keys probe one at a time (a key whose probe slot is free waits for
 //! another key's probe as for its own). Proven by
 //! `a_burst_failing_on_every_endpoint_of_an_origin_opens_them_all`,
@@ -174,7 +175,7 @@ impl Circuit {
             in_flight: 0,
             last_used: 0,
             waiting: Vec::new(),
-            run: InRun { id: 0, failures: 0 },
+            run: InRun::default(),
         }
     }
 
@@ -386,6 +387,7 @@ impl Breakers {
             return Ok(Permit::Normal);
         };
         c.last_used = self.tick;
+        c.run.sent = self.origins.seen();
         self.log.push(key, c.refresh(now_ms));
         if c.state == State::HalfOpen && c.run.id != 0 && self.probe_elsewhere(key) {
             // Another endpoint of the origin's correlated run is probing.
@@ -1533,31 +1535,59 @@ mod tests {
         }
     }
 
+    /// Calls to `calls`' keys all out at once, then their outcomes in
+    /// that order.
+    fn together(b: &mut Breakers, calls: &[(&str, Sample)], now: f64) {
+        let permits: Vec<Permit> = calls
+            .iter()
+            .map(|(k, _)| b.acquire(k, now, 0.5).unwrap())
+            .collect();
+        for ((k, s), p) in calls.iter().zip(permits) {
+            b.record(k, p, *s, now + 1.0);
+        }
+    }
+
+    #[test]
+    fn endpoints_failing_one_after_another_keep_their_own_counts() {
+        // A loop over failing endpoints, each call sent after the last
+        // failure came back: each key opens on its own count only.
+        let mut b = Breakers::new(BreakerConfig::default());
+        for k in [A, B, C] {
+            for _ in 0..2 {
+                call(&mut b, k, F, 0.0).unwrap();
+            }
+        }
+        assert_eq!([A, B, C].map(|k| b.state(k, 0.0)), [State::Closed; 3]);
+        call(&mut b, C, F, 0.0).unwrap();
+        assert_eq!(
+            [A, B, C].map(|k| b.state(k, 0.0)),
+            [State::Closed, State::Closed, State::Open]
+        );
+    }
+
     #[test]
     fn a_success_anywhere_on_the_origin_ends_the_run() {
         let mut b = Breakers::new(BreakerConfig::default());
-        for (k, s) in [(A, F), (B, F), (C, S), (A, F), (B, F)] {
-            call(&mut b, k, s, 0.0).unwrap();
-        }
+        together(&mut b, &[(A, F), (B, F), (C, S), (A, F), (B, F)], 0.0);
         // Four failures over A and B, twice each, but C answered between.
         for k in [A, B, C] {
             assert_eq!(b.state(k, 0.0), State::Closed, "{k}");
         }
-        // Since C's success, three endpoints have failed: all three open.
-        call(&mut b, C, F, 0.0).unwrap();
-        assert_eq!([A, B, C].map(|k| b.state(k, 0.0)), [State::Open; 3]);
-        // Two endpoints failing twice each open, and a third that fails
-        // while the run lasts opens at its first failure.
+        // Since C's success, three endpoints have failed together: all
+        // three open.
+        together(&mut b, &[(A, F), (B, F), (C, F)], 10.0);
+        assert_eq!([A, B, C].map(|k| b.state(k, 11.0)), [State::Open; 3]);
+        // Two endpoints failing together twice each open (X, of another
+        // origin, came back first), and a third that fails while the run
+        // lasts opens at its first failure, even alone.
         let mut b = Breakers::new(BreakerConfig::default());
-        for k in [A, B, A, B] {
-            call(&mut b, k, F, 0.0).unwrap();
-        }
+        together(&mut b, &[(X, F), (A, F), (B, F), (A, F), (B, F)], 0.0);
         assert_eq!(
-            [A, B, C].map(|k| b.state(k, 0.0)),
-            [State::Open, State::Open, State::Closed]
+            [A, B, C, X].map(|k| b.state(k, 1.0)),
+            [State::Open, State::Open, State::Closed, State::Closed]
         );
-        call(&mut b, C, F, 0.0).unwrap();
-        assert_eq!(b.state(C, 0.0), State::Open);
+        call(&mut b, C, F, 1.0).unwrap();
+        assert_eq!(b.state(C, 1.0), State::Open);
         // Off with the consecutive rule.
         let mut b = Breakers::new(BreakerConfig {
             consecutive_failures: None,

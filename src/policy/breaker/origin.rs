@@ -13,9 +13,15 @@
 //! The rule (binary breakers with a `consecutiveFailures` count `n`; a key
 //! has an origin when it has the default shape `METHOD scheme://authority/...`):
 //! the origin's run counts every failure sample of its keys since its last
-//! success sample, and the keys that failed in it. Once the run holds at
-//! least `n` failures and several endpoints failed in it (`n` of them, or
-//! two of them at least twice each), it is *correlated*: each key
+//! success sample, and the keys that failed in it *together*: a failure
+//! counts toward its key's place in the run only when another failure was
+//! recorded while its attempt was out (the key sent before that failure was
+//! known). Failures one after the other (a test, or an app, calling one
+//! failing endpoint after another, each sent after the last failure came
+//! back) never correlate: each endpoint keeps its own count, as API.md's
+//! per-key breaker says. Once the run holds at least `n` failures and
+//! several endpoints failed together in it (`n` of them, or two of them at
+//! least twice each), it is *correlated*: each key
 //! that failed in it opens (a half-open one re-opens as after a failed
 //! probe), and so does any key that fails while it lasts; and the keys of
 //! the run probe one at a time (a half-open key of the run whose probe slot
@@ -59,11 +65,13 @@ impl Run {
 }
 
 /// Where a key stands in its origin's runs: the run it last failed in
-/// (0: none) and its failures in that run.
+/// (0: none), its failures there that came with others (the only ones that
+/// count toward correlation), and [`Origins::seen`] when it last sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct InRun {
     pub id: u64,
     pub failures: u32,
+    pub sent: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -75,9 +83,17 @@ pub(super) struct Origins {
 }
 
 impl Origins {
+    /// Failures recorded so far (every origin): a key notes it when it
+    /// sends ([`InRun::sent`]), so that its failure can tell whether others
+    /// failed while its attempt was out.
+    pub fn seen(&self) -> u64 {
+        self.tick
+    }
+
     /// A failure of a key standing at `key` (updated to the origin's
     /// current run): the run as it now stands.
     pub fn failure(&mut self, origin: &str, key: &mut InRun) -> Run {
+        let together = self.tick > key.sent;
         self.tick += 1;
         let tick = self.tick;
         let i = match self.runs.iter().position(|(o, ..)| o == origin) {
@@ -109,15 +125,16 @@ impl Origins {
         *touched = tick;
         run.failures = run.failures.saturating_add(1);
         if key.id != run.id {
-            *key = InRun {
-                id: run.id,
-                failures: 0,
-            };
-            run.keys = run.keys.saturating_add(1);
+            key.id = run.id;
+            key.failures = 0;
         }
-        key.failures = key.failures.saturating_add(1);
-        if key.failures == 2 {
-            run.repeated = run.repeated.saturating_add(1);
+        if together {
+            key.failures = key.failures.saturating_add(1);
+            match key.failures {
+                1 => run.keys = run.keys.saturating_add(1),
+                2 => run.repeated = run.repeated.saturating_add(1),
+                _ => {}
+            }
         }
         *run
     }
@@ -192,50 +209,66 @@ mod tests {
         }
     }
 
+    /// `key` sends now (as `Breakers::acquire` notes it).
+    fn send(o: &Origins, key: &mut InRun) {
+        key.sent = o.seen();
+    }
+
     #[test]
     fn a_run_counts_failures_and_keys_until_a_success() {
         let mut o = Origins::default();
         let (mut a, mut b, mut c) = (InRun::default(), InRun::default(), InRun::default());
+        // A burst: all three out before any failure came back.
+        for k in [&mut a, &mut b, &mut c] {
+            send(&o, k);
+        }
         let r = o.failure("https://x", &mut a);
-        assert_eq!(
-            (r.failures, r.keys, a),
-            (
-                1,
-                1,
-                InRun {
-                    id: r.id,
-                    failures: 1
-                }
-            )
-        );
-        let r = o.failure("https://x", &mut a);
-        assert_eq!((r.failures, r.keys, r.repeated), (2, 1, 1));
-        assert!(!r.correlated(2), "one key alone");
-        let r = o.failure("https://x", &mut a);
-        let r2 = o.failure("https://x", &mut b);
-        assert_eq!((r2.failures, r2.keys, r2.repeated, b.id), (4, 2, 1, r.id));
-        assert!(!r2.correlated(3), "one key failing on, another once");
+        // The first failure to come back had no other with it.
+        assert_eq!((r.failures, r.keys, a.id, a.failures), (1, 0, r.id, 0));
         let r = o.failure("https://x", &mut b);
-        assert!(
-            r.correlated(3) && r.correlated(5) && !r.correlated(6),
-            "two keys twice"
-        );
+        assert_eq!((r.failures, r.keys, r.repeated), (2, 1, 0));
+        assert!(!r.correlated(2), "one key together");
+        let r = o.failure("https://x", &mut c);
+        assert_eq!((r.failures, r.keys), (3, 2));
+        assert!(!r.correlated(3) && r.correlated(2));
+        // All three sent again, failing together: A's comes back first
+        // (alone), then B's and C's, each a second time with others.
+        for k in [&mut a, &mut b, &mut c] {
+            send(&o, k);
+        }
+        let r = o.failure("https://x", &mut a);
+        assert_eq!((r.keys, r.repeated, a.failures), (2, 0, 0));
+        let r = o.failure("https://x", &mut b);
+        assert_eq!((r.failures, r.keys, r.repeated), (5, 2, 1));
+        assert!(!r.correlated(3), "one key twice, another once");
+        let r = o.failure("https://x", &mut c);
+        assert_eq!((r.failures, r.keys, r.repeated), (6, 2, 2));
+        assert!(r.correlated(3) && r.correlated(6) && !r.correlated(7));
         assert_eq!(o.success("https://x").map(|r| r.id), Some(a.id));
         assert_eq!(o.current("https://x"), None);
-        // A new run: three keys once each is three endpoints failing together.
+        // A new run.
+        send(&o, &mut a);
         let r = o.failure("https://x", &mut a);
         assert_ne!(r.id, b.id, "a new run");
-        assert_eq!(
-            a,
-            InRun {
-                id: r.id,
-                failures: 1
+        assert_eq!((a.id, a.failures), (r.id, 0));
+    }
+
+    #[test]
+    fn failures_one_after_another_never_correlate() {
+        // Each endpoint sent after the last failure came back (a loop over
+        // failing endpoints, each call retried): the run grows, but no
+        // failure came with another, so no key counts.
+        let mut o = Origins::default();
+        let mut keys = [InRun::default(); 4];
+        for k in keys.iter_mut() {
+            for _ in 0..3 {
+                send(&o, k);
+                let r = o.failure("https://x", k);
+                assert_eq!((r.keys, r.repeated), (0, 0));
+                assert!(!r.correlated(2));
             }
-        );
-        let _ = o.failure("https://x", &mut b);
-        assert!(!o.current("https://x").unwrap().correlated(3));
-        let r = o.failure("https://x", &mut c);
-        assert!(r.correlated(3) && !r.correlated(4));
+        }
+        assert_eq!(o.current("https://x").map(|r| r.failures), Some(12));
     }
 
     #[test]
