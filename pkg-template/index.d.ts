@@ -43,7 +43,13 @@ export interface BreakerOptions {
   minSamples?: number;
   /** Opens when failures/samples > failureRate; default 0.5. */
   failureRate?: number;
-  /** Also opens after this many failures in a row; default 3; false: off (the failure rate alone). */
+  /**
+   * Also opens after this many failures in a row; default 3; false: off (the failure rate alone). Counted per
+   * origin too: when this many failures in a row (no success between) span two or more endpoints of one origin
+   * (default keys) failing together (each sent before another's failure came back), every endpoint that failed in
+   * the run opens, and they probe one at a time until the origin answers well again (a page load's burst in an
+   * outage sends no retries; endpoints called one after another keep their own counts).
+   */
   consecutiveFailures?: number | false;
   /** First open period; default 2000. */
   openMs?: number;

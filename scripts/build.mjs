@@ -170,8 +170,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // and per-client layer the rest.
 // Issue 28 item 1 (options read from tables, bench/README.md) took it to 109,176, item 2 (what
 // the wasm hands out built without serde-wasm-bindgen) to 107,078, a client's options resolved
-// as a call's to 106,847, createClient as extend() over the defaults to 106,580: the budget is that.
-const SIZE_BUDGET_BYTES = 107_258;
+// as a call's to 106,847, createClient as extend() over the defaults to 106,580; issue 25's last
+// fixes +678 (107,258); issue 26 item 2 (runs of failures over the endpoints of one origin that
+// fail together open them all, and they probe one at a time) +1,212 (108,470).
+const SIZE_BUDGET_BYTES = 108_470;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

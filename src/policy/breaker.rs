@@ -33,6 +33,16 @@
 //! slot. (A `Normal` attempt that outlives a whole open/half-open/close cycle
 //! does count in the new window: it needs to run longer than the open period.)
 //!
+//! Runs of failures are also counted per origin (`origin.rs`): when
+//! `consecutiveFailures` failures in a row span several keys of one origin
+//! failing together (that many keys, or two keys twice each, counting only
+//! failures that came back while another's attempt was out), each key that failed in the run opens, and while the run lasts
+//! its keys probe one at a time (a key whose probe slot is free waits for
+//! another key's probe as for its own). Proven by
+//! `a_burst_failing_on_every_endpoint_of_an_origin_opens_them_all`,
+//! `a_correlated_origin_probes_one_endpoint_at_a_time` and the property
+//! test `a_correlated_run_probes_once_and_strands_no_waiter`.
+//!
 //! `mode: 'adaptive'` replaces the circuit with client-side throttling
 //! (Google SRE book, "Handling Overload"): each call is rejected locally with
 //! probability `max(0, (requests - k * accepts) / (requests + 1))` over the
@@ -55,6 +65,9 @@
 use super::classify::Sample;
 use super::options::BreakerConfig;
 use super::window::Ring;
+use origin::{origin_of, InRun, Origins};
+
+mod origin;
 
 pub const DEFAULT_MAX_KEYS: usize = 1000;
 
@@ -143,6 +156,9 @@ struct Circuit {
     last_used: u64,
     /// Calls waiting for the probes' outcome, oldest first.
     waiting: Vec<ProbeWaiter>,
+    /// The run of its origin's failures it last failed in, and its
+    /// failures there (see `origin.rs`).
+    run: InRun,
 }
 
 type Change = Option<(State, State)>;
@@ -159,6 +175,7 @@ impl Circuit {
             in_flight: 0,
             last_used: 0,
             waiting: Vec::new(),
+            run: InRun::default(),
         }
     }
 
@@ -337,6 +354,7 @@ pub struct Breakers {
     circuits: Vec<(String, Circuit)>,
     tick: u64,
     log: Log,
+    origins: Origins,
 }
 
 impl Breakers {
@@ -352,6 +370,7 @@ impl Breakers {
             circuits: Vec::new(),
             tick: 0,
             log: Log::default(),
+            origins: Origins::default(),
         }
     }
 
@@ -368,7 +387,15 @@ impl Breakers {
             return Ok(Permit::Normal);
         };
         c.last_used = self.tick;
+        c.run.sent = self.origins.seen();
         self.log.push(key, c.refresh(now_ms));
+        if c.state == State::HalfOpen && c.run.id != 0 && self.probe_elsewhere(key) {
+            // Another endpoint of the origin's correlated run is probing.
+            return Err(0.0);
+        }
+        let Some(c) = circuit(&mut self.circuits, key) else {
+            return Ok(Permit::Normal);
+        };
         c.acquire(&self.cfg, now_ms, rand01)
     }
 
@@ -387,6 +414,83 @@ impl Breakers {
             self.log.release(c);
         }
         self.log.push(key, change);
+        self.correlate(key, permit, sample, now_ms);
+    }
+
+    /// The origin's run of failures learns the sample (see `origin.rs`): a
+    /// failure that leaves it correlated opens every key of the run; a
+    /// success ends it. When a probe of a run comes back or the run ends,
+    /// the waiters of every key of the run ask again.
+    fn correlate(&mut self, key: &str, permit: Permit, sample: Sample, now_ms: f64) {
+        let Some(n) = self
+            .cfg
+            .consecutive_failures
+            .filter(|_| self.cfg.adaptive_k.is_none())
+        else {
+            return;
+        };
+        let Some(origin) = origin_of(key) else {
+            return;
+        };
+        let Some(c) = circuit(&mut self.circuits, key) else {
+            return;
+        };
+        let mut wake = if permit == Permit::Probe { c.run.id } else { 0 };
+        match sample {
+            Sample::Failure => {
+                let run = self.origins.failure(origin, &mut c.run);
+                if run.correlated(n) {
+                    self.trip(run.id, now_ms);
+                }
+            }
+            Sample::Success => {
+                if let Some(ended) = self.origins.success(origin) {
+                    wake = ended.id;
+                }
+            }
+            Sample::Ignored => {}
+        }
+        if wake != 0 {
+            for (_, c) in self.circuits.iter_mut().filter(|(_, c)| c.run.id == wake) {
+                self.log.release(c);
+            }
+        }
+    }
+
+    /// Opens every key of the correlated run `id` that is not open: a
+    /// closed one for `openMs`, a half-open one as after a failed probe.
+    fn trip(&mut self, id: u64, now_ms: f64) {
+        for (key, c) in self.circuits.iter_mut().filter(|(_, c)| c.run.id == id) {
+            self.log.push(key, c.refresh(now_ms));
+            let period = match c.state {
+                State::Open => continue,
+                State::Closed => self.cfg.open_ms,
+                State::HalfOpen => (c.period_ms * 2.0).min(self.cfg.max_open_ms),
+            };
+            let change = c.open(now_ms, period);
+            self.log.release(c);
+            self.log.push(key, Some(change));
+        }
+    }
+
+    /// Another key of `key`'s run has a probe out while the run is
+    /// correlated: `key` waits for that probe instead of probing too.
+    fn probe_elsewhere(&self, key: &str) -> bool {
+        let (Some(n), Some(origin)) = (self.cfg.consecutive_failures, origin_of(key)) else {
+            return false;
+        };
+        let Some(run) = self.origins.current(origin).filter(|r| r.correlated(n)) else {
+            return false;
+        };
+        let in_run = find(&self.circuits, key)
+            .ok()
+            .and_then(|i| self.circuits.get(i))
+            .is_some_and(|(_, c)| c.run.id == run.id);
+        in_run
+            && self
+                .circuits
+                .iter()
+                .any(|(k, c)| c.run.id == run.id && c.probes > 0 && k != key)
     }
 
     /// `acquire` refused a call because every probe slot of the half-open
@@ -591,6 +695,16 @@ impl Breakers {
             return false;
         };
         self.log.release(&mut c);
+        // It may have held its run's probe: the run's waiters ask again.
+        if c.run.id != 0 {
+            for (_, other) in self
+                .circuits
+                .iter_mut()
+                .filter(|(_, o)| o.run.id == c.run.id)
+            {
+                self.log.release(other);
+            }
+        }
         true
     }
 }
@@ -1349,5 +1463,267 @@ mod tests {
         // Closing a closed or unknown key is a no-op.
         b.force_close("other", 0.0);
         assert!(changes(&mut b).is_empty());
+    }
+
+    // Runs of failures over the endpoints of one origin (`origin.rs`).
+
+    const A: &str = "GET https://api.example/user";
+    const B: &str = "GET https://api.example/orders";
+    const C: &str = "GET https://api.example/stock";
+    /// Another origin.
+    const X: &str = "GET https://cdn.example/user";
+    const F: Sample = Sample::Failure;
+    const S: Sample = Sample::Success;
+
+    /// A page load's burst under the defaults: two calls to each of A, B
+    /// and C, all out before the first answer, every one failing.
+    fn failed_burst(b: &mut Breakers, now: f64) {
+        let keys = [A, A, B, B, C, C];
+        let permits: Vec<Permit> = keys
+            .iter()
+            .map(|k| b.acquire(k, now, 0.5).unwrap())
+            .collect();
+        for (k, p) in keys.iter().zip(permits) {
+            b.record(k, p, Sample::Failure, now + 1.0);
+        }
+    }
+
+    #[test]
+    fn a_burst_failing_on_every_endpoint_of_an_origin_opens_them_all() {
+        let mut b = Breakers::new(BreakerConfig::default());
+        failed_burst(&mut b, 0.0);
+        for k in [A, B, C] {
+            assert_eq!(b.state(k, 1.0), State::Open, "{k}");
+            // The burst's retries are refused: nothing more is sent.
+            assert_eq!(b.acquire(k, 500.0, 0.5), Err(1501.0));
+        }
+        assert_eq!(b.opens(), 3);
+        assert_eq!(b.state(X, 1.0), State::Closed, "another origin");
+    }
+
+    #[test]
+    fn an_endpoint_failing_alone_opens_on_its_own_count() {
+        let mut b = Breakers::new(BreakerConfig::default());
+        // A fails while B answers: no run spans two keys.
+        for now in [0.0, 1.0] {
+            call(&mut b, A, Sample::Failure, now).unwrap();
+            call(&mut b, B, Sample::Success, now).unwrap();
+        }
+        assert_eq!(b.state(A, 1.0), State::Closed);
+        call(&mut b, A, Sample::Failure, 2.0).unwrap();
+        assert_eq!(
+            (b.state(A, 2.0), b.state(B, 2.0)),
+            (State::Open, State::Closed)
+        );
+        // An endpoint that keeps failing, then another's single failure: a
+        // broken endpoint, not its origin down.
+        let mut b = Breakers::new(BreakerConfig::default());
+        for k in [A, A, A, B] {
+            call(&mut b, k, F, 0.0).unwrap();
+        }
+        assert_eq!(
+            (b.state(A, 0.0), b.state(B, 0.0)),
+            (State::Open, State::Closed)
+        );
+        // Failures of two origins, or of keys without one, do not add up.
+        let mut b = Breakers::new(BreakerConfig::default());
+        for k in [A, X, A, X, "payments", "orders"] {
+            call(&mut b, k, Sample::Failure, 0.0).unwrap();
+        }
+        for k in [A, X, "payments", "orders"] {
+            assert_eq!(b.state(k, 0.0), State::Closed, "{k}");
+        }
+    }
+
+    /// Calls to `calls`' keys all out at once, then their outcomes in
+    /// that order.
+    fn together(b: &mut Breakers, calls: &[(&str, Sample)], now: f64) {
+        let permits: Vec<Permit> = calls
+            .iter()
+            .map(|(k, _)| b.acquire(k, now, 0.5).unwrap())
+            .collect();
+        for ((k, s), p) in calls.iter().zip(permits) {
+            b.record(k, p, *s, now + 1.0);
+        }
+    }
+
+    #[test]
+    fn endpoints_failing_one_after_another_keep_their_own_counts() {
+        // A loop over failing endpoints, each call sent after the last
+        // failure came back: each key opens on its own count only.
+        let mut b = Breakers::new(BreakerConfig::default());
+        for k in [A, B, C] {
+            for _ in 0..2 {
+                call(&mut b, k, F, 0.0).unwrap();
+            }
+        }
+        assert_eq!([A, B, C].map(|k| b.state(k, 0.0)), [State::Closed; 3]);
+        call(&mut b, C, F, 0.0).unwrap();
+        assert_eq!(
+            [A, B, C].map(|k| b.state(k, 0.0)),
+            [State::Closed, State::Closed, State::Open]
+        );
+    }
+
+    #[test]
+    fn a_success_anywhere_on_the_origin_ends_the_run() {
+        let mut b = Breakers::new(BreakerConfig::default());
+        together(&mut b, &[(A, F), (B, F), (C, S), (A, F), (B, F)], 0.0);
+        // Four failures over A and B, twice each, but C answered between.
+        for k in [A, B, C] {
+            assert_eq!(b.state(k, 0.0), State::Closed, "{k}");
+        }
+        // Since C's success, three endpoints have failed together: all
+        // three open.
+        together(&mut b, &[(A, F), (B, F), (C, F)], 10.0);
+        assert_eq!([A, B, C].map(|k| b.state(k, 11.0)), [State::Open; 3]);
+        // Two endpoints failing together twice each open (X, of another
+        // origin, came back first), and a third that fails while the run
+        // lasts opens at its first failure, even alone.
+        let mut b = Breakers::new(BreakerConfig::default());
+        together(&mut b, &[(X, F), (A, F), (B, F), (A, F), (B, F)], 0.0);
+        assert_eq!(
+            [A, B, C, X].map(|k| b.state(k, 1.0)),
+            [State::Open, State::Open, State::Closed, State::Closed]
+        );
+        call(&mut b, C, F, 1.0).unwrap();
+        assert_eq!(b.state(C, 1.0), State::Open);
+        // Off with the consecutive rule.
+        let mut b = Breakers::new(BreakerConfig {
+            consecutive_failures: None,
+            ..BreakerConfig::default()
+        });
+        failed_burst(&mut b, 0.0);
+        assert_eq!(b.opens(), 0);
+    }
+
+    #[test]
+    fn a_correlated_origin_probes_one_endpoint_at_a_time() {
+        let mut b = Breakers::new(BreakerConfig::default());
+        failed_burst(&mut b, 0.0);
+        let t = 2001.0;
+        let probe = b.acquire(A, t, 0.5).unwrap();
+        assert_eq!(probe, Permit::Probe);
+        let mut waiters = Vec::new();
+        for k in [A, B, C, C] {
+            assert_eq!(b.acquire(k, t, 0.5), Err(0.0), "{k}");
+            waiters.push(b.wait(k).unwrap());
+        }
+        // The probe fails: every endpoint re-opens, its waiters are refused.
+        b.record(A, probe, Sample::Failure, t + 10.0);
+        let mut released = b.drain_released();
+        released.sort_unstable();
+        assert_eq!(released, waiters);
+        for k in [A, B, C] {
+            assert_eq!(b.state(k, t + 10.0), State::Open, "{k}");
+            assert!(b.acquire(k, t + 10.0, 0.5).unwrap_err() > 0.0);
+        }
+        // The next probe succeeds: the run is over, and B and C probe for
+        // themselves (their own calls wait for their own probe).
+        let t = t + 2010.0;
+        let probe = b.acquire(A, t, 0.5).unwrap();
+        assert_eq!(b.acquire(B, t, 0.5), Err(0.0));
+        let w = b.wait(B).unwrap();
+        b.record(A, probe, Sample::Success, t + 10.0);
+        assert_eq!(b.drain_released(), [w]);
+        assert_eq!(b.acquire(A, t + 10.0, 0.5), Ok(Permit::Normal));
+        assert_eq!(b.acquire(B, t + 10.0, 0.5), Ok(Permit::Probe));
+        assert_eq!(b.acquire(C, t + 10.0, 0.5), Ok(Permit::Probe));
+        assert_eq!(b.acquire(C, t + 10.0, 0.5), Err(0.0));
+    }
+
+    #[test]
+    fn evicting_the_probing_key_frees_its_runs_waiters() {
+        let mut b = Breakers::with_capacity_limit(BreakerConfig::default(), 3);
+        failed_burst(&mut b, 0.0);
+        let t = 2001.0;
+        let _probe = b.acquire(A, t, 0.5).unwrap();
+        assert_eq!(b.acquire(B, t, 0.5), Err(0.0));
+        let w = b.wait(B).unwrap();
+        // A new key takes A's place (every key is busy: the least recent goes).
+        let _ = b.acquire(X, t, 0.5);
+        assert!(b.drain_released().contains(&w));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Advance(f64),
+        /// A call to the key at this index.
+        Call(usize),
+        /// Reports the permit at this index (mod the permits out).
+        Record(usize, u8),
+        /// The waiting call at this index (mod the calls waiting) leaves.
+        Leave(usize),
+    }
+
+    proptest! {
+        /// Over the endpoints of one origin (and one of another), however
+        /// results interleave: no permit while open; no key of a correlated
+        /// run starts a probe while another key of the run has one out;
+        /// and no call is left waiting without a probe to wait for, in its
+        /// own key or in its key's correlated run.
+        #[test]
+        fn a_correlated_run_probes_once_and_strands_no_waiter(
+            ops in prop::collection::vec(prop_oneof![
+                2 => (0.0..3000.0f64).prop_map(Step::Advance),
+                4 => (0..4usize).prop_map(Step::Call),
+                4 => (any::<usize>(), 0..3u8).prop_map(|(i, s)| Step::Record(i, s)),
+                1 => any::<usize>().prop_map(Step::Leave),
+            ], 1..300),
+        ) {
+            let keys = [A, B, C, X];
+            let n = BreakerConfig::default().consecutive_failures.unwrap();
+            let mut b = Breakers::new(BreakerConfig::default());
+            let mut now = 0.0;
+            let mut out: Vec<(&str, Permit)> = Vec::new();
+            let mut waiting: Vec<(&str, ProbeWaiter)> = Vec::new();
+            for op in ops {
+                match op {
+                    Step::Advance(dt) => now += dt,
+                    Step::Call(k) => {
+                        let key = keys[k];
+                        let before = b.state(key, now);
+                        match b.acquire(key, now, 0.5) {
+                            Ok(p) => {
+                                prop_assert_ne!(before, State::Open);
+                                if p == Permit::Probe {
+                                    let run = circuit(&mut b.circuits, key).unwrap().run.id;
+                                    let correlated = origin_of(key)
+                                        .and_then(|o| b.origins.current(o))
+                                        .is_some_and(|r| r.id == run && r.correlated(n));
+                                    let others = b.circuits.iter()
+                                        .filter(|(k, c)| *k != key && c.run.id == run && c.probes > 0)
+                                        .count();
+                                    prop_assert!(!correlated || others == 0, "second probe in a run");
+                                }
+                                out.push((key, p));
+                            }
+                            Err(_) => waiting.extend(b.wait(key).map(|id| (key, id))),
+                        }
+                    }
+                    Step::Record(i, s) if !out.is_empty() => {
+                        let (key, p) = out.swap_remove(i % out.len());
+                        let sample = [Sample::Success, Sample::Failure, Sample::Ignored][usize::from(s)];
+                        b.record(key, p, sample, now);
+                    }
+                    Step::Leave(i) if !waiting.is_empty() => {
+                        let (key, id) = waiting.remove(i % waiting.len());
+                        b.stop_waiting(key, id);
+                    }
+                    Step::Record(..) | Step::Leave(_) => {}
+                }
+                let released = b.drain_released();
+                for id in &released {
+                    prop_assert!(waiting.iter().any(|(_, w)| w == id), "released twice or unknown");
+                }
+                waiting.retain(|(_, w)| !released.contains(w));
+                prop_assert_eq!(b.waiting(), waiting.len());
+                for (key, _) in &waiting {
+                    prop_assert_eq!(b.state(key, now), State::HalfOpen, "waiting on a decided key");
+                    let own = circuit(&mut b.circuits, key).unwrap().probes;
+                    prop_assert!(own >= 1 || b.probe_elsewhere(key), "waiting with nothing to wait for");
+                }
+            }
+        }
     }
 }

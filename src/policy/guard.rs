@@ -1505,6 +1505,51 @@ mod tests {
     }
 
     #[test]
+    fn a_page_loads_burst_in_an_outage_sends_no_retry() {
+        // The storm benchmark's page load: 6 calls over 3 endpoints of one
+        // backend, all out at once, all answered 503. Each endpoint sees
+        // only 2 failures, but the run spans the origin: every endpoint
+        // opens, and the retries the budget grants find them open.
+        let client = ClientConfig::default();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let specs: Vec<&'static Spec> = ["user", "user", "orders", "orders", "stock", "stock"]
+            .iter()
+            .map(|path| {
+                &*Box::leak(Box::new(Spec {
+                    key: format!("GET https://api.example/{path}"),
+                    ..spec(&cc, "GET").clone()
+                }))
+            })
+            .collect();
+        let mut calls: Vec<CallState> = specs.iter().map(|s| g.start(s, 0.0)).collect();
+        let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(&mut g, c, 0.0)).collect();
+        let mut retries = Vec::new();
+        for (c, a) in calls.iter_mut().zip(&attempts) {
+            if let Verdict::Retry { delay_ms } = settle(&mut g, c, a, UNAVAILABLE, 5.0) {
+                retries.push(delay_ms);
+            }
+        }
+        assert_eq!(retries.len(), 3, "the budget's minRetries grant three");
+        for c in &mut calls {
+            assert!(matches!(
+                g.admit(c, 5.0 + retries[0], false, 0.5),
+                Admission::Stop(Stop::CircuitOpen { .. })
+            ));
+        }
+        assert_eq!(
+            g.stats.attempts, 6,
+            "one attempt per call, as without a library"
+        );
+        let opened = g
+            .drain_transitions()
+            .iter()
+            .filter(|t| t.to == BreakerState::Open)
+            .count();
+        assert_eq!(opened, 3);
+    }
+
+    #[test]
     fn a_hedge_only_when_everything_allows_it() {
         let mut client = cfg();
         client.concurrency = Some(LimiterConfig { max: 2, queue: 10 });

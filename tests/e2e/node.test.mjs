@@ -75,6 +75,28 @@ test('breaker defaults: 3 failures in a row open it for 2 s; consecutiveFailures
   }
 });
 
+test('a page load failing on every endpoint of its backend sends no retry: its breakers open together', async () => {
+  const { CircuitOpenError } = await import('../../pkg/node.js');
+  // The storm benchmark's page load: 2 calls to each of 3 endpoints at once, the defaults.
+  const id = 'node-page-outage';
+  const client = await createClient();
+  const paths = ['/status/500', '/status/502', '/status/503'];
+  const ends = await Promise.all(
+    paths.flatMap((p) => [1, 2].map((n) => client.request(`${server.url}${p}?id=${id}&n=${n}`).catch((e) => e))),
+  );
+  assert.ok(ends.every((e) => e instanceof HttpError || e instanceof CircuitOpenError), String(ends));
+  assert.equal((await log(id)).length, 6, 'one attempt per call, as without a library');
+  assert.deepEqual(client.breakers().map((b) => b.state === 'closed'), [false, false, false]);
+  assert.equal(client.stats().attempts, 6);
+
+  // One endpoint failing after another kept failing is that endpoint's failure: it is retried.
+  const alone = await createClient({ retry: { baseDelayMs: 5 } });
+  await assert.rejects(alone.request(`${server.url}/status/503?id=${id}-alone`), HttpError);
+  assert.equal((await log(`${id}-alone`)).length, 3, 'three attempts, and its breaker opens');
+  const body = await alone.request(`${server.url}/fail-first?n=1&id=${id}-alone`);
+  assert.equal(body.attempt, 2);
+});
+
 test('a finished call keeps no Node process alive (attempt and breaker timers are unref\'d)', async () => {
   const { execFile } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
