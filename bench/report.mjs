@@ -42,9 +42,11 @@ export function stormCases(storm) {
 }
 const caseLabel = (c) => `${lengthLabel(c.faultMs)} ${c.profile}`;
 
-// The storm targets of issue 15, for every fault length and both profiles, with request() and the defaults.
+// The storm targets of issues 15 and 26, for every fault length and both profiles, with request() and the
+// defaults. Outage amplification: <= cockatiel's always, and <= 0.55, except a page load's at 3 and 10 s,
+// where one burst cannot learn before it fails: <= 1.0 (no library's) there (issue 26).
 export const STORM_TARGETS = {
-  amplification: { max: 0.55 },
+  amplification: { max: 0.55, pageLoadShort: { max: 1.0, belowMs: 60000 } },
   peak: { max: 1.5 },
   recoveryMs: { max: 2000 },
   success: { outagePoints: 0.03 },
@@ -69,8 +71,10 @@ export function stormVerdicts(storm, who = 'stormguard') {
       const push = (row, target, measured, met) => out.push({ area: 'storm', row, col, scenario: sc, faultMs: c.faultMs, profile: c.profile, target: `${sc} ${col}: ${target}`, measured, met });
       if (sc === 'outage') {
         const ck = get(sc, 'cockatiel');
-        const limit = Math.min(T.amplification.max, ck ? ck.amplification : Infinity);
-        push('outage: amplification <= cockatiel\'s and <= 0.55', 'amplification <= cockatiel\'s and <= 0.55',
+        const short = c.profile === 'page-load' && c.faultMs < T.amplification.pageLoadShort.belowMs;
+        const max = short ? T.amplification.pageLoadShort.max : T.amplification.max;
+        const limit = Math.min(max, ck ? ck.amplification : Infinity);
+        push('outage: amplification <= cockatiel\'s and <= 0.55 (page loads at 3, 10 s: <= 1.0)', `amplification <= cockatiel's and <= ${max}`,
           `${fixed(sg.amplification)}${ck ? ` (cockatiel ${fixed(ck.amplification)})` : ''}`, sg.amplification <= limit + 1e-9);
       }
       push(`${sc}: peak <= 1.5x`, 'peak 1 s / baseline <= 1.5x', `${fixed(sg.peakRatio)}x`, sg.peakRatio <= T.peak.max + 1e-9);
@@ -579,9 +583,9 @@ export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarks
     md += `## Targets: size and start-up (issue 19), overhead (issue 7)\n\n` + mdTable(['area', 'target', 'measured', 'met'], other.map((v) => [v.area, v.target, v.measured, v.met ? 'yes' : '**no**'])) + '\n\n';
   }
   if (matrix) {
-    md += `## Targets: the storm (issue 15)\n\n` +
+    md += `## Targets: the storm (issues 15, 26)\n\n` +
       `stormguard with the API.md defaults and \`request()\`, at every fault length and both client profiles: outage amplification ` +
-      `at or below cockatiel's at the same length and <= 0.55; peak 1 s / baseline <= 1.5x; recovery <= 2.0 s after the fault ends; ` +
+      `at or below cockatiel's at the same length and <= 0.55 (page loads at 3 and 10 s: <= 1.0, issue 26); peak 1 s / baseline <= 1.5x; recovery <= 2.0 s after the fault ends; ` +
       `success from the fault on >= none's - 3 points (brownouts: >= none's); probe load in the 60 s outage <= 0.5 of baseline. ` +
       `${matrix.met} of ${matrix.total} met.\n\n` +
       mdTable(matrix.head, matrix.rows.map(([r, ...cells]) => [r, ...cells.map((v) => cellText(v, true))])) + '\n\n';
@@ -598,7 +602,7 @@ export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarks
   md = md.replace(/\]\(([\w.-]+\.svg)\)/g, (_, f) => `](${chartsRel}${f})`).replace('](../../shared/BENCHMARKS.md)', `](${benchmarksLink})`);
   writeFileSync(mdPath, md.replace(/\n{3,}/g, '\n\n'));
   const targetTable = matrix
-    ? `storm targets (issue 15), stormguard defaults, request(): ${matrix.met} of ${matrix.total} met\n` +
+    ? `storm targets (issues 15, 26), stormguard defaults, request(): ${matrix.met} of ${matrix.total} met\n` +
       textTable(matrix.head, matrix.rows.map(([r, ...cells]) => [r, ...cells.map((v) => cellText(v, false))]))
     : null;
   return { verdicts, summary: s, targetTable };
