@@ -1571,6 +1571,80 @@ async fn query_values_and_refusals() {
     assert_eq!(sent("null").await, format!("?a=1&keep=k&id={id}"));
 }
 
+/// Issue 28: a request() body is encoded by a few lines of JS
+/// (src/web/request.js): plain objects (a null prototype too) and arrays as
+/// JSON with a JSON content type unless the call gives one, anything else
+/// as it is; what cannot be read or encoded is refused in the same words.
+#[wasm_bindgen_test]
+async fn body_encoding_and_refusals() {
+    let id = test_id("body-shapes");
+    let client = Client::new(obj(r#"{"retry": false}"#)).unwrap();
+    let js = |src: &str| {
+        js_sys::Function::new_no_args(&format!("return {src}"))
+            .call0(&JsValue::NULL)
+            .unwrap()
+    };
+    let call = |options: &str| {
+        client.request(
+            JsValue::from_str(&url("/echo", &id)),
+            js(&format!("({{ method: 'POST', {options} }})")),
+        )
+    };
+    for (options, reason) in [
+        ("body: { n: 10n }", "could not be encoded as JSON"),
+        (
+            "body: (() => { const a = []; a.push(a); return a; })()",
+            "could not be encoded as JSON",
+        ),
+        (
+            "body: new Proxy({}, { getPrototypeOf() { throw new Error('trap'); } })",
+            "could not be read",
+        ),
+    ] {
+        let err = JsFuture::from(call(options)).await.unwrap_err();
+        assert_eq!(
+            get(&err, "option").as_string().unwrap(),
+            "body",
+            "{options}"
+        );
+        assert_eq!(
+            get(&err, "message").as_string().unwrap(),
+            format!("invalid option body: {reason}"),
+            "{options}"
+        );
+    }
+    assert_eq!(
+        server_log(&id).await.length(),
+        0,
+        "a refused body sends nothing"
+    );
+    for (options, body, content_type) in [
+        ("body: { a: 1 }", r#"{"a":1}"#, "application/json"),
+        (
+            "body: Object.assign(Object.create(null), { b: 2 })",
+            r#"{"b":2}"#,
+            "application/json",
+        ),
+        ("body: [1, 'x']", r#"[1,"x"]"#, "application/json"),
+        (
+            "body: { a: 1 }, headers: { 'Content-Type': 'text/plain' }",
+            r#"{"a":1}"#,
+            "text/plain",
+        ),
+        (
+            "body: new (class { constructor() { this.a = 1; } })()",
+            "[object Object]",
+            "text/plain;charset=UTF-8",
+        ),
+        ("body: 'text'", "text", "text/plain;charset=UTF-8"),
+    ] {
+        let echoed = JsFuture::from(call(options)).await.unwrap();
+        assert_eq!(get(&echoed, "body").as_string().unwrap(), body, "{options}");
+        let sent = get(&get(&echoed, "headers"), "content-type");
+        assert_eq!(sent.as_string().unwrap(), content_type, "{options}");
+    }
+}
+
 #[wasm_bindgen_test]
 async fn fetch_is_a_drop_in_that_retries_and_resolves_any_final_status() {
     let id = test_id("fetch-retry");

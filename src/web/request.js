@@ -34,3 +34,26 @@ export function setQuery(url, query) {
   for (const [k, v] of named) params.append(k, v);
   return 0;
 }
+
+/**
+ * A request() body as sent (request.rs, `target`): plain objects (null
+ * prototype too) and arrays as JSON, with `content-type: application/json`
+ * unless `headers` has one; every other BodyInit as it is. Throws 1 when
+ * its prototype cannot be read, 2 when it cannot be encoded as JSON.
+ */
+export function encodeBody(body, headers) {
+  let step = 1;
+  try {
+    if (!Array.isArray(body)) {
+      if (typeof body !== 'object' || body === null) return body;
+      const proto = Object.getPrototypeOf(body);
+      if (proto !== null && proto !== Object.prototype) return body;
+    }
+    step = 2;
+    body = JSON.stringify(body);
+  } catch {
+    throw step;
+  }
+  if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+  return body;
+}

@@ -19,7 +19,7 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 use super::call::{Call, Mode, ResponseType, Target};
 use super::engine::Engine;
 use super::fetch_init::{Fields, InitView};
-use super::host::{instance_of, location_href, new_request, parse_url, prototype_of, uuid_v4};
+use super::host::{instance_of, location_href, new_request, parse_url, uuid_v4};
 use super::layer::Layer;
 use super::options::{read_call, read_idempotency_key, read_signal, Reader};
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
@@ -550,6 +550,9 @@ extern "C" {
     /// `query` set on the URL (request.js): 0, or what is wrong with it.
     #[wasm_bindgen(js_name = setQuery)]
     fn set_query_js(url: &Url, query: &JsValue) -> u32;
+    /// The body as sent (request.js); throws 1 or 2 for what is wrong.
+    #[wasm_bindgen(js_name = encodeBody, catch)]
+    fn encode_body_js(body: &JsValue, headers: &Headers) -> std::result::Result<JsValue, JsValue>;
 }
 
 /// Sets each name of `query` on the URL, replacing any value the URL
@@ -573,25 +576,14 @@ fn set_query(url: &Url, query: &JsValue) -> Result<()> {
     Err(OptionsError::new("query", reason))
 }
 
-/// Plain objects and arrays go as JSON; every other BodyInit as it is.
+/// Plain objects and arrays go as JSON; every other BodyInit as it is
+/// (request.js, which measured smaller than the same in wasm).
 fn encode_body(body: &JsValue, headers: &Headers) -> Result<JsValue> {
-    let plain = Array::is_array(body)
-        || (body.is_object() && {
-            match prototype_of(body) {
-                Ok(proto) => {
-                    proto.is_null()
-                        || proto == prototype_of(&js_sys::Object::new()).unwrap_or_default()
-                }
-                Err(_) => return Err(OptionsError::new("body", "could not be read")),
-            }
-        });
-    if !plain {
-        return Ok(body.clone());
-    }
-    let text = js_sys::JSON::stringify(body)
-        .map_err(|_| OptionsError::new("body", "could not be encoded as JSON"))?;
-    if !headers.has("content-type").unwrap_or(false) {
-        let _ = headers.set("content-type", "application/json");
-    }
-    Ok(text.into())
+    encode_body_js(body, headers).map_err(|code| {
+        let reason = match code.as_f64() {
+            Some(1.0) => "could not be read",
+            _ => "could not be encoded as JSON",
+        };
+        OptionsError::new("body", reason)
+    })
 }
