@@ -1481,6 +1481,170 @@ async fn response_types_and_empty_bodies() {
     assert!(!search.contains("n=1"), "{search}");
 }
 
+/// Issue 28: `query` is read and written by a few lines of JS
+/// (src/web/request.js) and refused in the engine's words: each refusal
+/// names the option with the same reason as when the wasm did it all, and
+/// values go out as JS writes them.
+#[wasm_bindgen_test]
+async fn query_values_and_refusals() {
+    let id = test_id("query-shapes");
+    let client = Client::new(obj(r#"{"retry": false}"#)).unwrap();
+    let js = |src: &str| {
+        js_sys::Function::new_no_args(&format!("return {src}"))
+            .call0(&JsValue::NULL)
+            .unwrap()
+    };
+    let refused = [
+        ("'x'", "must be an object"),
+        ("() => 1", "must be an object"),
+        ("[1]", "must be an object or [name, value] pairs"),
+        (
+            "[['a', 'b', 'c']]",
+            "must be an object or [name, value] pairs",
+        ),
+        ("({ n: NaN })", "numbers must be finite"),
+        ("({ a: 'x', n: -Infinity })", "numbers must be finite"),
+        ("({ n: {} })", "values must be strings, numbers or booleans"),
+        (
+            "({ n: null })",
+            "values must be strings, numbers or booleans",
+        ),
+        (
+            "({ n: 10n })",
+            "values must be strings, numbers or booleans",
+        ),
+        (
+            "new Proxy({}, { ownKeys() { throw new Error('trap'); } })",
+            "could not be read",
+        ),
+        (
+            "({ [Symbol.iterator]() { throw new Error('trap'); } })",
+            "could not be read",
+        ),
+    ];
+    for (query, reason) in refused {
+        let options = js_sys::Object::new();
+        Reflect::set(&options, &"query".into(), &js(query)).unwrap();
+        let err =
+            JsFuture::from(client.request(JsValue::from_str(&url("/echo", &id)), options.into()))
+                .await
+                .unwrap_err();
+        assert_eq!(
+            get(&err, "name").as_string().unwrap(),
+            "OptionsError",
+            "{query}"
+        );
+        assert_eq!(get(&err, "option").as_string().unwrap(), "query", "{query}");
+        assert_eq!(
+            get(&err, "message").as_string().unwrap(),
+            format!("invalid option query: {reason}"),
+            "{query}"
+        );
+    }
+    assert_eq!(
+        server_log(&id).await.length(),
+        0,
+        "a refused query sends nothing"
+    );
+    let sent = |query: &str| {
+        let options = js_sys::Object::new();
+        Reflect::set(&options, &"query".into(), &js(query)).unwrap();
+        let call = client.request(
+            JsValue::from_str(&url("/echo?a=1&keep=k", &id)),
+            options.into(),
+        );
+        async move {
+            get(&JsFuture::from(call).await.unwrap(), "search")
+                .as_string()
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        sent("({ a: 0.1, b: 1e21, c: -0, d: false, e: 'x y', u: undefined })").await,
+        format!("?keep=k&id={id}&a=0.1&b=1e%2B21&c=0&d=false&e=x+y")
+    );
+    assert_eq!(
+        sent("new URLSearchParams([['a', '2'], ['a', '3']])").await,
+        format!("?keep=k&id={id}&a=2&a=3")
+    );
+    assert_eq!(sent("[[1, 'x']]").await, format!("?a=1&keep=k&id={id}&=x"));
+    assert_eq!(sent("null").await, format!("?a=1&keep=k&id={id}"));
+}
+
+/// Issue 28: a request() body is encoded by a few lines of JS
+/// (src/web/request.js): plain objects (a null prototype too) and arrays as
+/// JSON with a JSON content type unless the call gives one, anything else
+/// as it is; what cannot be read or encoded is refused in the same words.
+#[wasm_bindgen_test]
+async fn body_encoding_and_refusals() {
+    let id = test_id("body-shapes");
+    let client = Client::new(obj(r#"{"retry": false}"#)).unwrap();
+    let js = |src: &str| {
+        js_sys::Function::new_no_args(&format!("return {src}"))
+            .call0(&JsValue::NULL)
+            .unwrap()
+    };
+    let call = |options: &str| {
+        client.request(
+            JsValue::from_str(&url("/echo", &id)),
+            js(&format!("({{ method: 'POST', {options} }})")),
+        )
+    };
+    for (options, reason) in [
+        ("body: { n: 10n }", "could not be encoded as JSON"),
+        (
+            "body: (() => { const a = []; a.push(a); return a; })()",
+            "could not be encoded as JSON",
+        ),
+        (
+            "body: new Proxy({}, { getPrototypeOf() { throw new Error('trap'); } })",
+            "could not be read",
+        ),
+    ] {
+        let err = JsFuture::from(call(options)).await.unwrap_err();
+        assert_eq!(
+            get(&err, "option").as_string().unwrap(),
+            "body",
+            "{options}"
+        );
+        assert_eq!(
+            get(&err, "message").as_string().unwrap(),
+            format!("invalid option body: {reason}"),
+            "{options}"
+        );
+    }
+    assert_eq!(
+        server_log(&id).await.length(),
+        0,
+        "a refused body sends nothing"
+    );
+    for (options, body, content_type) in [
+        ("body: { a: 1 }", r#"{"a":1}"#, "application/json"),
+        (
+            "body: Object.assign(Object.create(null), { b: 2 })",
+            r#"{"b":2}"#,
+            "application/json",
+        ),
+        ("body: [1, 'x']", r#"[1,"x"]"#, "application/json"),
+        (
+            "body: { a: 1 }, headers: { 'Content-Type': 'text/plain' }",
+            r#"{"a":1}"#,
+            "text/plain",
+        ),
+        (
+            "body: new (class { constructor() { this.a = 1; } })()",
+            "[object Object]",
+            "text/plain;charset=UTF-8",
+        ),
+        ("body: 'text'", "text", "text/plain;charset=UTF-8"),
+    ] {
+        let echoed = JsFuture::from(call(options)).await.unwrap();
+        assert_eq!(get(&echoed, "body").as_string().unwrap(), body, "{options}");
+        let sent = get(&get(&echoed, "headers"), "content-type");
+        assert_eq!(sent.as_string().unwrap(), content_type, "{options}");
+    }
+}
+
 #[wasm_bindgen_test]
 async fn fetch_is_a_drop_in_that_retries_and_resolves_any_final_status() {
     let id = test_id("fetch-retry");

@@ -35,14 +35,9 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
-use super::host::{epoch_ms, uuid_v4};
+use super::host::{epoch_ms, realm};
 use crate::policy::credentials::Credentials;
 use crate::text::cat;
-
-thread_local! {
-    /// This realm's id: messages carrying it are our own clients' and ignored.
-    static REALM: String = uuid_v4();
-}
 
 /// The longest breaker key a message from another tab may carry (UTF-16 units).
 const MAX_PEER_KEY: u32 = 2048;
@@ -56,10 +51,6 @@ fn bounded_string(v: &JsValue, max: u32) -> Option<String> {
     v.dyn_ref::<js_sys::JsString>()
         .filter(|s| s.length() <= max)
         .and_then(|s| s.as_string())
-}
-
-fn realm() -> String {
-    REALM.with(Clone::clone)
 }
 
 /// A message between tabs, in wall-clock time (tabs share no monotonic clock).
@@ -105,7 +96,7 @@ impl CrossTab {
             Reflect::construct(&ctor, &js_sys::Array::of1(&JsValue::from_str(&name))).ok()?;
         let post: Function = get(&channel, "postMessage").ok()?.dyn_into().ok()?;
         // Compared in JS (`===`): a sender's id is never copied in.
-        let own = JsValue::from_str(&realm());
+        let own = JsValue::from_str(&realm().id);
         let on_message = Closure::<dyn FnMut(JsValue)>::new(move |event: JsValue| {
             let Ok(data) = get(&event, "data") else {
                 return;
@@ -143,7 +134,7 @@ impl CrossTab {
             return;
         }
         let o = Obj::new();
-        o.set("r", realm());
+        o.set("r", realm().id.as_str());
         match msg {
             Peer::Open { key, until, period } => {
                 o.set("t", "open")

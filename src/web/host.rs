@@ -100,10 +100,6 @@ pub fn either_signal(a: &web_sys::AbortSignal, b: &web_sys::AbortSignal) -> web_
     abort_signal_any(&js_sys::Array::of2(a, b)).unwrap_or_else(|_| a.clone())
 }
 
-thread_local! {
-    static RESOLVED: Thenable = js_sys::Promise::resolve(&JsValue::UNDEFINED).unchecked_into();
-}
-
 /// The host's current global `fetch` (a page, a worker and Node 20 all have
 /// one; a test may have replaced it, or made it a getter that throws).
 pub fn current_fetch() -> Result<JsValue, JsValue> {
@@ -133,7 +129,7 @@ pub fn fetch_later(
         js_sys::Array::of2(input, init)
     };
     let bound = APPLY.with(|a| a.bind_apply(&JsValue::NULL, &f, &js_sys::global(), &args));
-    RESOLVED.with(|p| p.then_call(&bound))
+    realm().resolved.then_call(&bound)
 }
 
 /// A promise for any value (`Promise.resolve`): what a stand-in's method
@@ -142,19 +138,13 @@ pub fn to_promise(v: &JsValue) -> js_sys::Promise {
     promise_resolve(v).unwrap_or_else(|e| js_sys::Promise::reject(&e))
 }
 
-thread_local! {
-    static IGNORE: Closure<dyn FnMut(JsValue)> = Closure::new(|_: JsValue| {});
-}
-
 /// Marks a promise we do not wait for (a stream's `cancel()`) as handled,
 /// so its rejection is no unhandled rejection (fatal in Node).
 pub fn quiet(p: &JsValue) {
     if p.is_object() {
-        IGNORE.with(|f| {
-            let _ = p
-                .unchecked_ref::<Thenable>()
-                .then_catch(&JsValue::UNDEFINED, f.as_ref());
-        });
+        let _ = p
+            .unchecked_ref::<Thenable>()
+            .then_catch(&JsValue::UNDEFINED, realm().ignore.as_ref());
     }
 }
 
@@ -198,7 +188,10 @@ pub fn epoch_ms() -> f64 {
 /// resolve; undefined where the host has none (Node). Read per call: a
 /// single-page app moves it.
 pub fn location_href() -> JsValue {
-    LOCATION.with(|l| l.as_ref().map_or(JsValue::UNDEFINED, Location::href))
+    realm()
+        .location
+        .as_ref()
+        .map_or(JsValue::UNDEFINED, Location::href)
 }
 
 /// `new URL(input, base)`, kept as JS values: no string copied into wasm
@@ -287,10 +280,10 @@ pub fn instance_of<T: wasm_bindgen::JsCast>(v: &JsValue) -> bool {
 /// once: a `Reflect.get` on the global object per attempt crashed Node 20's
 /// V8 (a deoptimizer fatal error) in the 100k-call test.
 pub fn is_offline() -> bool {
-    NAVIGATOR.with(|n| {
-        n.as_ref()
-            .is_some_and(|n| n.on_line().ok().and_then(|v| v.as_bool()) == Some(false))
-    })
+    realm()
+        .navigator
+        .as_ref()
+        .is_some_and(|n| n.on_line().ok().and_then(|v| v.as_bool()) == Some(false))
 }
 
 /// The global object as an event target (window or worker scope), where it is one.
@@ -311,7 +304,35 @@ fn global_object<T: JsCast>(name: &str) -> Option<T> {
         .map(JsCast::unchecked_into)
 }
 
+/// What this realm makes once and keeps (never dropped: a realm's globals,
+/// a resolved promise, a do-nothing callback, its id), reached one way
+/// ([`realm`]): one lazy initialisation for all of them instead of one
+/// `thread_local!` each, with its own access code per use (bench/README.md).
+pub struct Realm {
+    resolved: Thenable,
+    ignore: Closure<dyn FnMut(JsValue)>,
+    navigator: Option<Navigator>,
+    location: Option<Location>,
+    /// The inits and Requests of attempts in this realm, by every client
+    /// (`transport.rs`).
+    pub sent: js_sys::WeakSet,
+    /// This realm's id: cross-tab messages carrying it are our own
+    /// clients' and ignored (`crosstab.rs`).
+    pub id: String,
+}
+
 thread_local! {
-    static NAVIGATOR: Option<Navigator> = global_object("navigator");
-    static LOCATION: Option<Location> = global_object("location");
+    static REALM: &'static Realm = Box::leak(Box::new(Realm {
+        resolved: js_sys::Promise::resolve(&JsValue::UNDEFINED).unchecked_into(),
+        ignore: Closure::new(|_: JsValue| {}),
+        navigator: global_object("navigator"),
+        location: global_object("location"),
+        sent: js_sys::WeakSet::new(),
+        id: uuid_v4(),
+    }));
+}
+
+/// This realm's [`Realm`], made at its first use.
+pub fn realm() -> &'static Realm {
+    REALM.with(|r| *r)
 }

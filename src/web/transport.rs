@@ -13,23 +13,18 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::host::{current_fetch, fetch_later, new_request};
+use super::host::{current_fetch, fetch_later, new_request, realm};
 use super::options::Reader;
 use crate::policy::options::OptionsError;
 
-thread_local! {
-    /// The inits and Requests of attempts in this realm, by every client.
-    static SENT: js_sys::WeakSet = js_sys::WeakSet::new();
-}
-
 fn mark(v: &JsValue) {
     if v.is_object() {
-        SENT.with(|s| s.add(v.unchecked_ref()));
+        realm().sent.add(v.unchecked_ref());
     }
 }
 
 fn is_marked(v: &JsValue) -> bool {
-    v.is_object() && SENT.with(|s| s.has(v.unchecked_ref()))
+    v.is_object() && realm().sent.has(v.unchecked_ref())
 }
 
 /// A client's way to the network.

@@ -1,0 +1,59 @@
+// Request building that is plumbing with no policy in it, measured smaller
+// here than in wasm (bench/README.md). wasm-bindgen bundles this file with
+// its glue (src/web/request.rs imports it; scripts/build.mjs minifies it
+// into pkg/stormguard.js).
+
+/**
+ * The `query` option set on `url`'s search params (not null, not
+ * undefined): the URL's own values of each name go, then every pair is
+ * added (pairs that repeat a name all go out); undefined values are
+ * skipped, as ky and axios skip them, numbers written as JS writes them.
+ * 0, or what is wrong (request.rs turns it into the OptionsError): 1 not
+ * an object, 2 unreadable, 3 not [name, value] pairs, 4 a number that is
+ * not finite, 5 a value that is no string, number or boolean.
+ */
+export function setQuery(url, query) {
+  if (typeof query !== 'object') return 1;
+  const named = [];
+  try {
+    const list = typeof query[Symbol.iterator] === 'function' ? Array.from(query) : Object.entries(query);
+    for (const pair of list) {
+      if (!Array.isArray(pair) || pair.length !== 2) return 3;
+      const k = pair[0];
+      const v = pair[1];
+      const t = typeof v;
+      if (t === 'undefined') continue;
+      if (t === 'number' ? !isFinite(v) : t !== 'string' && t !== 'boolean') return t === 'number' ? 4 : 5;
+      named.push([typeof k === 'string' ? k : '', String(v)]);
+    }
+  } catch {
+    return 2;
+  }
+  const params = url.searchParams;
+  for (const [k] of named) params.delete(k);
+  for (const [k, v] of named) params.append(k, v);
+  return 0;
+}
+
+/**
+ * A request() body as sent (request.rs, `target`): plain objects (null
+ * prototype too) and arrays as JSON, with `content-type: application/json`
+ * unless `headers` has one; every other BodyInit as it is. Throws 1 when
+ * its prototype cannot be read, 2 when it cannot be encoded as JSON.
+ */
+export function encodeBody(body, headers) {
+  let step = 1;
+  try {
+    if (!Array.isArray(body)) {
+      if (typeof body !== 'object' || body === null) return body;
+      const proto = Object.getPrototypeOf(body);
+      if (proto !== null && proto !== Object.prototype) return body;
+    }
+    step = 2;
+    body = JSON.stringify(body);
+  } catch {
+    throw step;
+  }
+  if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+  return body;
+}
