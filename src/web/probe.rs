@@ -59,7 +59,11 @@ impl Engine {
         let mut waited = false;
         loop {
             let left = c.deadline.remaining(now_ms());
-            let lock = match call.cancel.within(left, x.probe_lock(&call.spec.key)).await {
+            let lock = match call
+                .cancel
+                .within(left, std::pin::pin!(x.probe_lock(&call.spec.key)))
+                .await
+            {
                 Ok(lock) => lock,
                 Err(Wake::Cancelled) => Err(call.cancel.abort_error())?,
                 Err(_) => Err(Halt::OutOfTime)?,
