@@ -17,7 +17,7 @@ use super::convert::get;
 use super::errors::{CallError, ErrorKind};
 use super::hooks::flag;
 use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
-use super::runtime::{settle, Alarm, Either, Race, Stop};
+use super::runtime::{settle, Alarm, Either, Race, Settle, Stop};
 use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
@@ -71,8 +71,8 @@ fn not_a_response(what: &str) -> JsValue {
 }
 
 /// Awaits whatever a stand-in's method returned, promise or not.
-async fn settle_any(v: JsValue) -> Result<JsValue, JsValue> {
-    settle(to_promise(&v)).await
+fn settle_any(v: JsValue) -> Settle {
+    settle(to_promise(&v))
 }
 
 /// How an attempt ended.
@@ -231,7 +231,8 @@ impl AttemptEnd {
 /// timer of `timeout_ms`. The attempt is registered with the call's cancel
 /// state, so a caller abort or `close()` aborts the network request itself;
 /// the timer and a cancel also end the attempt when the host's fetch
-/// ignores its signal.
+/// ignores its signal. `stop` is its controller, or why none could be
+/// made (the attempt then ends at once as a network error).
 ///
 /// A hedge (`hedge`) sends its own copy of the init, with `cache:
 /// 'no-store'`: an attempt in flight has read the shared init already, or
@@ -241,9 +242,14 @@ pub async fn attempt(
     call: &Call,
     transport: &Transport,
     send: Attempt,
-    stop: Stop,
+    stop: Result<Stop, JsValue>,
     hedge: bool,
 ) -> (AttemptEnd, Option<Quota>) {
+    // No AbortController to be had: the attempt fails as a network error.
+    let stop = match stop {
+        Ok(stop) => stop,
+        Err(e) => return (AttemptEnd::Network(e), None),
+    };
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
         return (AttemptEnd::Cancelled, None);

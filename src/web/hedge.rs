@@ -125,20 +125,12 @@ impl Engine {
             o.times.elapsed_ms = Some(send.elapsed_ms);
             o.times.remaining_ms = Some(send.remaining_ms);
         });
-        type Pending<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
-        let (end, stop): (Pending<'a>, _) = match Stop::new() {
-            Ok(stop) => (
-                Box::pin(fetch::attempt(
-                    call,
-                    call.layer().transport().unwrap_or(&self.transport),
-                    send,
-                    stop.clone(),
-                    hedge,
-                )),
-                Some(stop),
-            ),
-            Err(e) => (Box::pin(async { (AttemptEnd::Network(e), None) }), None),
-        };
-        Sent { end, stop, send }
+        let stop = Stop::new();
+        let transport = call.layer().transport().unwrap_or(&self.transport);
+        Sent {
+            stop: stop.as_ref().ok().cloned(),
+            end: Box::pin(fetch::attempt(call, transport, send, stop, hedge)),
+            send,
+        }
     }
 }
