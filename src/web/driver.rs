@@ -207,17 +207,36 @@ impl Engine {
             let admission = self.decide(&call.request_id, |g| {
                 g.admit(c, now_ms(), is_offline(), rand01())
             });
-            match admission {
-                Admission::Go(permit) => match self.probe_lock(call, c, permit).await {
-                    Ok(Probed::Go(lock)) => return Ok((permit, lock)),
-                    // Another tab's probe decided: give the permit back, ask again.
-                    Ok(Probed::Again) => self.give_back(call, c, permit),
-                    Err(halt) => {
-                        self.give_back(call, c, permit);
-                        return Err(halt);
+            // Every wait but the probe lock's is one wait on a gate here:
+            // what opens it is set up first (an `online` listener, the
+            // probe's queue), and undone after.
+            let (gate, ms, online, probe) = match admission {
+                Admission::Go(permit) => {
+                    match self.probe_lock(call, c, permit).await {
+                        Ok(Probed::Go(lock)) => return Ok((permit, lock)),
+                        // Another tab's probe decided: give the permit back, ask again.
+                        Ok(Probed::Again) => self.give_back(call, c, permit),
+                        Err(halt) => {
+                            self.give_back(call, c, permit);
+                            return Err(halt);
+                        }
                     }
-                },
-                Admission::Online => self.wait_online(call, &c.deadline).await?,
+                    continue;
+                }
+                // While the host is offline no attempt is made: the call
+                // waits for the `online` event within its deadline (where
+                // the host has no event target to listen on, it fails at
+                // once with an offline NetworkError).
+                Admission::Online => {
+                    let Some(target) = global_target() else {
+                        return Err(offline_error(None).into());
+                    };
+                    let gate = Gate::new();
+                    let g = gate.clone();
+                    let link = EventLink::once(&target, "online", move || g.open(Wake::Done));
+                    let ms = c.deadline.remaining(now_ms());
+                    (gate, ms, Some(link), None)
+                }
                 Admission::Wait { ms, why, announce } => {
                     if announce {
                         self.events.emit_call("wait", call, c.attempts() + 1, &|o| {
@@ -226,18 +245,32 @@ impl Engine {
                             o.breaker.key = Some(&call.spec.key);
                         });
                     }
-                    if call.cancel.sleep(ms).await == Wake::Cancelled {
-                        return Err(call.cancel.abort_error().into());
-                    }
+                    (Gate::new(), ms, None, None)
                 }
+                // Held while the key's probe is out: until its outcome
+                // releases the call, within the deadline.
                 Admission::AwaitProbe(id) => {
-                    self.await_probe(call, c, id, f64::INFINITY).await?;
+                    let gate = Gate::new();
+                    self.park_probe_wait(id, gate.clone());
+                    (gate, c.deadline.remaining(now_ms()), None, Some(id))
                 }
                 Admission::Stop(Stop::Deadline) => return Err(Halt::OutOfTime),
                 Admission::Stop(Stop::Offline) => return Err(offline_error(None).into()),
                 Admission::Stop(Stop::CircuitOpen { retry_in_ms }) => {
                     return Err(circuit_open(call, retry_in_ms).into())
                 }
+            };
+            let wake = call.cancel.wait_on(&gate, ms).await;
+            if let (Some(id), Wake::Timer | Wake::Cancelled) = (probe, wake) {
+                self.unpark_probe_wait(c, id);
+            }
+            match wake {
+                Wake::Cancelled => return Err(call.cancel.abort_error().into()),
+                Wake::Timer if online.is_some() => {
+                    return Err(offline_error(Some(RetryDenied::Deadline)).into())
+                }
+                Wake::Timer if probe.is_some() => return Err(Halt::OutOfTime),
+                _ => {}
             }
         }
     }
@@ -267,27 +300,6 @@ impl Engine {
                 phase: Phase::Queue,
             })),
             _ => Err(call.cancel.abort_error()),
-        }
-    }
-
-    /// While the host is offline no attempt is made: the call waits for the
-    /// `online` event within its deadline (where the host has no event
-    /// target to listen on, it fails at once with an offline NetworkError).
-    async fn wait_online(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
-        let Some(target) = global_target() else {
-            return Err(offline_error(None));
-        };
-        let gate = Gate::new();
-        let g = gate.clone();
-        let _online = EventLink::once(&target, "online", move || g.open(Wake::Done));
-        let wake = call
-            .cancel
-            .wait_on(&gate, deadline.remaining(now_ms()))
-            .await;
-        match wake {
-            Wake::Cancelled => Err(call.cancel.abort_error()),
-            Wake::Timer => Err(offline_error(Some(RetryDenied::Deadline))),
-            _ => Ok(()),
         }
     }
 }
