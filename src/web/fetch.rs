@@ -432,25 +432,22 @@ fn send(
 /// A 2xx: the Response for `fetch()` (`None`) and `responseType:
 /// 'response'`, else its body read and parsed as `request()` asks.
 async fn read_ok(resp: AnyResponse, rt: Option<ResponseType>) -> Result<AttemptEnd, JsValue> {
+    // One await for every body type: the read is chosen, then checked.
+    let read = match rt {
+        None | Some(ResponseType::Response) => return Ok(AttemptEnd::Done(resp.into())),
+        Some(ResponseType::Bytes) => resp.array_buffer()?,
+        Some(ResponseType::Text | ResponseType::Json) => resp.text()?,
+    };
+    let body = settle_any(read).await?;
     let value = match rt {
-        None | Some(ResponseType::Response) => resp.into(),
-        Some(ResponseType::Text) => {
-            let text = settle_any(resp.text()?).await?;
-            if !text.is_string() {
-                return Err(not_a_response("text() gave no string"));
-            }
-            text
-        }
         Some(ResponseType::Bytes) => {
-            let buf = settle_any(resp.array_buffer()?).await?;
-            if !instance_of::<js_sys::ArrayBuffer>(&buf) {
+            if !instance_of::<js_sys::ArrayBuffer>(&body) {
                 return Err(not_a_response("arrayBuffer() gave no ArrayBuffer"));
             }
-            js_sys::Uint8Array::new(&buf).into()
+            js_sys::Uint8Array::new(&body).into()
         }
         Some(ResponseType::Json) => {
-            let text = settle_any(resp.text()?).await?;
-            let Some(text) = text.dyn_ref::<js_sys::JsString>() else {
+            let Some(text) = body.dyn_ref::<js_sys::JsString>() else {
                 return Err(not_a_response("text() gave no string"));
             };
             // An empty (or blank) body is undefined, not a ParseError;
@@ -461,6 +458,8 @@ async fn read_ok(resp: AnyResponse, rt: Option<ResponseType>) -> Result<AttemptE
                 Err(e) => return Ok(AttemptEnd::Parse(e)),
             }
         }
+        _ if !body.is_string() => return Err(not_a_response("text() gave no string")),
+        _ => body,
     };
     Ok(AttemptEnd::Done(value))
 }
