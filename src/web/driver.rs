@@ -16,7 +16,7 @@ use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
-use super::runtime::{EventLink, Gate, Wake};
+use super::runtime::{Apart, EventLink, Gate, Wake};
 use crate::policy::breaker::Permit;
 use crate::policy::classify::RetryDenied;
 use crate::policy::deadline::Deadline;
@@ -69,7 +69,7 @@ impl Engine {
     pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
         let mut c = self.st.borrow_mut().guard.start(&call.spec, now_ms());
         c.set_credentials(call.target.credentials());
-        let result = self.attempts(call, &mut c).await;
+        let result = Apart(self.attempts(call, &mut c)).await;
         result.map_err(|e| {
             let attempts = c.attempts();
             let e = e.stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()));
@@ -90,7 +90,7 @@ impl Engine {
         let mut last: Option<CallError> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
-            let (sent, _probe_lock) = match self.admitted(call, c).await {
+            let (sent, _probe_lock) = match Apart(self.admitted(call, c)).await {
                 Ok(sent) => sent,
                 Err(Halt::Error(e)) => return Err(e),
                 Err(Halt::OutOfTime) => {
@@ -102,8 +102,8 @@ impl Engine {
                     })
                 }
             };
-            let Decided { end, send, quota } = self.round(call, c, sent).await;
-            let end = match self.after_401(call, c, end, &send, quota.as_ref()).await {
+            let Decided { end, send, quota } = Apart(self.round(call, c, sent)).await;
+            let end = match Apart(self.after_401(call, c, end, &send, quota.as_ref())).await {
                 Step::Settle(end) => end,
                 Step::Replay => continue,
                 Step::Done(done) => return done,
@@ -130,9 +130,8 @@ impl Engine {
                 Ok(v) => return Ok(v),
                 Err(failed) => failed,
             };
-            let verdict = self
-                .before_retry(call, c, verdict, (&err, &response), send.attempt)
-                .await?;
+            let verdict =
+                Apart(self.before_retry(call, c, verdict, (&err, &response), send.attempt)).await?;
             let delay = match verdict {
                 Verdict::Retry { delay_ms } => delay_ms,
                 Verdict::End => return Err(err),
@@ -212,7 +211,7 @@ impl Engine {
             // probe's queue), and undone after.
             let (gate, ms, online, probe) = match admission {
                 Admission::Go(permit) => {
-                    match self.probe_lock(call, c, permit).await {
+                    match Apart(self.probe_lock(call, c, permit)).await {
                         Ok(Probed::Go(lock)) => return Ok((permit, lock)),
                         // Another tab's probe decided: give the permit back, ask again.
                         Ok(Probed::Again) => self.give_back(call, c, permit),

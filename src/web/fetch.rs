@@ -17,7 +17,7 @@ use super::convert::get;
 use super::errors::{CallError, ErrorKind};
 use super::hooks::flag;
 use super::host::{assign, either_signal, epoch_ms, instance_of, json_parse, quiet, to_promise};
-use super::runtime::{settle, Alarm, Either, Race, Settle, Stop};
+use super::runtime::{settle, Alarm, Apart, Either, Race, Settle, Stop};
 use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
@@ -361,7 +361,7 @@ async fn run(
     let (announced, retry_after, reset_ms) = fields(call, &resp, status);
     quota.set(announced);
     if (200..300).contains(&status) {
-        return read_ok(resp, call.mode.response_type()).await;
+        return Apart(read_ok(resp, call.mode.response_type())).await;
     }
     let status_text = resp.status_text()?.as_string().unwrap_or_default();
     let stream = resp.body()?;
@@ -375,7 +375,7 @@ async fn run(
         token,
     });
     if !call.mode.is_fetch() {
-        if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {
+        if let Err(e) = Apart(read_prefix(&stream, ERROR_BODY_CHARS, answered)).await {
             answered.take();
             return Err(e);
         }
