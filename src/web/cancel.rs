@@ -9,14 +9,16 @@
 
 use std::cell::RefCell;
 use std::convert::Infallible;
-use std::future::Future;
+use std::future::{Future, Pending};
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
 use super::errors::{CallError, ErrorKind};
-use super::runtime::{Either, Gate, OnAbort, Race, Stop, Wake};
+use super::runtime::{Either, Gate, OnAbort, Race, Stop, Timed, Wake};
 
 /// What cancelled a call.
 #[derive(Clone)]
@@ -122,43 +124,71 @@ impl Cancel {
 
     /// Waits for `gate` (opened elsewhere: a freed slot, an event) for at
     /// most `ms`, and no longer than the call lasts.
-    pub async fn wait_on(&self, gate: &Gate, ms: f64) -> Wake {
-        match self
-            .race(gate, ms, std::future::pending::<Infallible>())
-            .await
-        {
-            Ok(never) => match never {},
-            Err(wake) => wake,
-        }
+    pub fn wait_on(&self, gate: &Gate, ms: f64) -> WaitOn<'_> {
+        WaitOn(self.race(gate, ms, std::future::pending()))
     }
 
     /// Waits `ms`, or less if the call is cancelled first.
-    pub async fn sleep(&self, ms: f64) -> Wake {
-        self.wait_on(&Gate::new(), ms).await
+    pub fn sleep(&self, ms: f64) -> WaitOn<'_> {
+        self.wait_on(&Gate::new(), ms)
     }
 
     /// Runs `work` for at most `ms`, and no longer than the call lasts:
     /// `Err(Wake::Timer)` when the time ran out first, `Err(Wake::Cancelled)`
     /// when the call was cancelled first (`work` is dropped unfinished).
-    pub async fn within<F: Future>(&self, ms: f64, work: F) -> Result<F::Output, Wake> {
-        self.race(&Gate::new(), ms, work).await
+    pub fn within<F: Future + Unpin>(&self, ms: f64, work: F) -> Within<'_, F> {
+        self.race(&Gate::new(), ms, work)
     }
 
     /// The one wait of a call: `work` against `gate`, which the call's
     /// cancel and a timer of `ms` also open. A call already cancelled does
-    /// not start `work`.
-    async fn race<F: Future>(&self, gate: &Gate, ms: f64, work: F) -> Result<F::Output, Wake> {
-        if self.is_cancelled() {
-            return Err(Wake::Cancelled);
-        }
-        self.set_gate(Some(gate.clone()));
-        let timed = gate.wait_at_most(Some(ms));
-        let out = Race(std::pin::pin!(work), timed).await;
-        self.set_gate(None);
-        match out {
-            Either::Left(v) => Ok(v),
-            Either::Right(wake) => Err(wake),
-        }
+    /// not start `work`. A future of its own, not an `async fn`: one small
+    /// `poll` per kind of work instead of a state machine inlined into the
+    /// call loop at every wait.
+    fn race<F: Future + Unpin>(&self, gate: &Gate, ms: f64, work: F) -> Within<'_, F> {
+        let race = (!self.is_cancelled()).then(|| {
+            self.set_gate(Some(gate.clone()));
+            Race(work, gate.wait_at_most(Some(ms)))
+        });
+        Within { cancel: self, race }
+    }
+}
+
+/// A call's wait on `work` (see [`Cancel::within`]); `race` is `None` when
+/// the call was cancelled before it began.
+#[must_use = "futures do nothing unless awaited"]
+pub struct Within<'a, F> {
+    cancel: &'a Cancel,
+    race: Option<Race<F, Timed>>,
+}
+
+impl<F: Future + Unpin> Future for Within<'_, F> {
+    type Output = Result<F::Output, Wake>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(race) = self.race.as_mut() else {
+            return Poll::Ready(Err(Wake::Cancelled));
+        };
+        let out = match Pin::new(race).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Either::Left(v)) => Ok(v),
+            Poll::Ready(Either::Right(wake)) => Err(wake),
+        };
+        self.cancel.set_gate(None);
+        Poll::Ready(out)
+    }
+}
+
+/// A call's wait on a gate alone (see [`Cancel::wait_on`]).
+#[must_use = "futures do nothing unless awaited"]
+pub struct WaitOn<'a>(Within<'a, Pending<Infallible>>);
+
+impl Future for WaitOn<'_> {
+    type Output = Wake;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Wake> {
+        Pin::new(&mut self.0).poll(cx).map(|out| match out {
+            Ok(never) => match never {},
+            Err(wake) => wake,
+        })
     }
 }
 

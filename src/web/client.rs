@@ -18,7 +18,7 @@ use super::host::now_ms;
 use super::layer::Layer;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built, Refused};
-use super::runtime::{spawn, spawn_promise, OnAbort};
+use super::runtime::{spawn, spawn_promise, Apart, OnAbort};
 use super::schema;
 use super::transport::Transport;
 use super::validate::{self, Check};
@@ -301,7 +301,7 @@ impl Client {
             let (check, engine) = (check.take(), engine.clone());
             spawn(async move {
                 let out = match (run.await, check) {
-                    (Ok(v), Some(c)) => c.check(&engine, v).await.map_err(|e| {
+                    (Ok(v), Some(c)) => Apart(c.check(&engine, v)).await.map_err(|e| {
                         engine.st.borrow_mut().guard.failed();
                         e.to_js()
                     }),

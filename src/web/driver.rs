@@ -16,7 +16,7 @@ use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
-use super::runtime::{EventLink, Gate, Wake};
+use super::runtime::{Apart, EventLink, Gate, Wake};
 use crate::policy::breaker::Permit;
 use crate::policy::classify::RetryDenied;
 use crate::policy::deadline::Deadline;
@@ -68,7 +68,7 @@ impl Engine {
     /// or rejects with a descriptor of the reason it stopped.
     pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
         let mut c = self.st.borrow_mut().guard.start(&call.spec, now_ms());
-        let result = self.attempts(call, &mut c).await;
+        let result = Apart(self.attempts(call, &mut c)).await;
         result.map_err(|e| {
             let attempts = c.attempts();
             let e = e.stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()));
@@ -89,7 +89,7 @@ impl Engine {
         let mut last: Option<CallError> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
-            let (sent, _probe_lock, pre) = match self.admitted(call, c).await {
+            let (sent, _probe_lock, pre) = match Apart(self.admitted(call, c)).await {
                 Ok(sent) => sent,
                 Err(Halt::Error(e)) => return Err(e),
                 Err(Halt::OutOfTime) => {
@@ -101,8 +101,8 @@ impl Engine {
                     })
                 }
             };
-            let Decided { end, send, quota } = self.round(call, c, sent, &pre).await;
-            let end = match self.after_401(call, c, end, &send, quota.as_ref()).await {
+            let Decided { end, send, quota } = Apart(self.round(call, c, sent, &pre)).await;
+            let end = match Apart(self.after_401(call, c, end, &send, quota.as_ref())).await {
                 Step::Settle(end) => end,
                 Step::Replay => continue,
                 Step::Done(done) => return done,
@@ -129,9 +129,8 @@ impl Engine {
                 Ok(v) => return Ok(v),
                 Err(failed) => failed,
             };
-            let verdict = self
-                .before_retry(call, c, verdict, (&err, &response), send.attempt)
-                .await?;
+            let verdict =
+                Apart(self.before_retry(call, c, verdict, (&err, &response), send.attempt)).await?;
             let delay = match verdict {
                 Verdict::Retry { delay_ms } => delay_ms,
                 Verdict::End => return Err(err),
@@ -209,17 +208,36 @@ impl Engine {
             let admission = self.decide(&call.request_id, |g| {
                 g.admit(c, now_ms(), is_offline(), rand01())
             });
-            match admission {
-                Admission::Go(permit) => match self.probe_lock(call, c, permit).await {
-                    Ok(Probed::Go(lock)) => return Ok((permit, lock)),
-                    // Another tab's probe decided: give the permit back, ask again.
-                    Ok(Probed::Again) => self.give_back(call, c, permit),
-                    Err(halt) => {
-                        self.give_back(call, c, permit);
-                        return Err(halt);
+            // Every wait but the probe lock's is one wait on a gate here:
+            // what opens it is set up first (an `online` listener, the
+            // probe's queue), and undone after.
+            let (gate, ms, online, probe) = match admission {
+                Admission::Go(permit) => {
+                    match Apart(self.probe_lock(call, c, permit)).await {
+                        Ok(Probed::Go(lock)) => return Ok((permit, lock)),
+                        // Another tab's probe decided: give the permit back, ask again.
+                        Ok(Probed::Again) => self.give_back(call, c, permit),
+                        Err(halt) => {
+                            self.give_back(call, c, permit);
+                            return Err(halt);
+                        }
                     }
-                },
-                Admission::Online => self.wait_online(call, &c.deadline).await?,
+                    continue;
+                }
+                // While the host is offline no attempt is made: the call
+                // waits for the `online` event within its deadline (where
+                // the host has no event target to listen on, it fails at
+                // once with an offline NetworkError).
+                Admission::Online => {
+                    let Some(target) = global_target() else {
+                        return Err(offline_error(None).into());
+                    };
+                    let gate = Gate::new();
+                    let g = gate.clone();
+                    let link = EventLink::once(&target, "online", move || g.open(Wake::Done));
+                    let ms = c.deadline.remaining(now_ms());
+                    (gate, ms, Some(link), None)
+                }
                 Admission::Wait { ms, why, announce } => {
                     if announce {
                         self.events.emit_call("wait", call, c.attempts() + 1, &|o| {
@@ -228,18 +246,32 @@ impl Engine {
                             o.breaker.key = Some(&call.spec.key);
                         });
                     }
-                    if call.cancel.sleep(ms).await == Wake::Cancelled {
-                        return Err(call.cancel.abort_error().into());
-                    }
+                    (Gate::new(), ms, None, None)
                 }
+                // Held while the key's probe is out: until its outcome
+                // releases the call, within the deadline.
                 Admission::AwaitProbe(id) => {
-                    self.await_probe(call, c, id, f64::INFINITY).await?;
+                    let gate = Gate::new();
+                    self.park_probe_wait(id, gate.clone());
+                    (gate, c.deadline.remaining(now_ms()), None, Some(id))
                 }
                 Admission::Stop(Stop::Deadline) => return Err(Halt::OutOfTime),
                 Admission::Stop(Stop::Offline) => return Err(offline_error(None).into()),
                 Admission::Stop(Stop::CircuitOpen { retry_in_ms }) => {
                     return Err(circuit_open(call, retry_in_ms).into())
                 }
+            };
+            let wake = call.cancel.wait_on(&gate, ms).await;
+            if let (Some(id), Wake::Timer | Wake::Cancelled) = (probe, wake) {
+                self.unpark_probe_wait(c, id);
+            }
+            match wake {
+                Wake::Cancelled => return Err(call.cancel.abort_error().into()),
+                Wake::Timer if online.is_some() => {
+                    return Err(offline_error(Some(RetryDenied::Deadline)).into())
+                }
+                Wake::Timer if probe.is_some() => return Err(Halt::OutOfTime),
+                _ => {}
             }
         }
     }
@@ -269,27 +301,6 @@ impl Engine {
                 phase: Phase::Queue,
             })),
             _ => Err(call.cancel.abort_error()),
-        }
-    }
-
-    /// While the host is offline no attempt is made: the call waits for the
-    /// `online` event within its deadline (where the host has no event
-    /// target to listen on, it fails at once with an offline NetworkError).
-    async fn wait_online(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
-        let Some(target) = global_target() else {
-            return Err(offline_error(None));
-        };
-        let gate = Gate::new();
-        let g = gate.clone();
-        let _online = EventLink::once(&target, "online", move || g.open(Wake::Done));
-        let wake = call
-            .cancel
-            .wait_on(&gate, deadline.remaining(now_ms()))
-            .await;
-        match wake {
-            Wake::Cancelled => Err(call.cancel.abort_error()),
-            Wake::Timer => Err(offline_error(Some(RetryDenied::Deadline))),
-            _ => Ok(()),
         }
     }
 }

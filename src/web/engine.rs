@@ -18,7 +18,7 @@ use super::dedupe::{Flight, Lead, Waiter};
 use super::events::Listeners;
 use super::host::now_ms;
 use super::layer::Layer;
-use super::runtime::{Alarm, Gate, Wake};
+use super::runtime::{Alarm, Apart, Gate, Wake};
 use super::storage::Memory;
 use super::transport::Transport;
 use super::vecmap::VecMap;
@@ -185,7 +185,7 @@ impl Engine {
             Mode::Request {
                 share: Some(key), ..
             } if !self.is_closed() => key.clone(),
-            _ => return self.run_linked(call, signal).await,
+            _ => return Apart(self.run_linked(call, signal)).await,
         };
         // A shared call's attempts, for what its caller checks afterwards.
         let mine = call.cancel.clone();
@@ -210,7 +210,7 @@ impl Engine {
             me.deadline_ms = Some(call.spec.cfg.deadline_ms);
             let seat = f.seat();
             let attempts = f.cancel.clone();
-            let out = f.join(seat, signal, me).await;
+            let out = Apart(f.join(seat, signal, me)).await;
             mine.begin_attempt(attempts.attempts());
             return out;
         }
@@ -224,7 +224,7 @@ impl Engine {
         let network = Box::pin(async move {
             let mut call = call;
             call.cancel = f.cancel.clone();
-            let outcome = engine.clone().run_linked(call, None).await;
+            let outcome = Apart(engine.clone().run_linked(call, None)).await;
             {
                 let mut st = engine.st.borrow_mut();
                 if st.flights.get(&key).is_some_and(|x| Rc::ptr_eq(x, &f)) {
@@ -257,7 +257,7 @@ impl Engine {
             return Err(call.cancel.abort_error().to_js());
         };
         let _link = call.cancel.follow(signal.as_ref());
-        let result = self.run(&call).await;
+        let result = Apart(self.run(&call)).await;
         self.st.borrow_mut().calls.remove(&id);
         result
     }

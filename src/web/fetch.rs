@@ -20,7 +20,7 @@ use super::hooks::flag;
 use super::host::{
     assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, to_promise,
 };
-use super::runtime::{settle, Alarm, Either, Race, Stop};
+use super::runtime::{settle, Alarm, Apart, Either, Race, Settle, Stop};
 use super::transport::Transport;
 use crate::policy::guard::{Attempt, Ended, Phase};
 use crate::policy::ratelimit::{self, Quota};
@@ -74,8 +74,8 @@ fn not_a_response(what: &str) -> JsValue {
 }
 
 /// Awaits whatever a stand-in's method returned, promise or not.
-async fn settle_any(v: JsValue) -> Result<JsValue, JsValue> {
-    settle(to_promise(&v)).await
+fn settle_any(v: JsValue) -> Settle {
+    settle(to_promise(&v))
 }
 
 /// How an attempt ended.
@@ -233,7 +233,8 @@ impl AttemptEnd {
 /// timer of `timeout_ms`. The attempt is registered with the call's cancel
 /// state, so a caller abort or `close()` aborts the network request itself;
 /// the timer and a cancel also end the attempt when the host's fetch
-/// ignores its signal.
+/// ignores its signal. `stop` is its controller, or why none could be
+/// made (the attempt then ends at once as a network error).
 ///
 /// A hedge (`leg.hedge`) sends its own copy of the init, with `cache:
 /// 'no-store'`: an attempt in flight has read the shared init already, or
@@ -243,9 +244,14 @@ pub async fn attempt(
     call: &Call,
     transport: &Transport,
     send: Attempt,
-    stop: Stop,
+    stop: Result<Stop, JsValue>,
     leg: Leg<'_>,
 ) -> (AttemptEnd, Option<Quota>) {
+    // No AbortController to be had: the attempt fails as a network error.
+    let stop = match stop {
+        Ok(stop) => stop,
+        Err(e) => return (AttemptEnd::Network(e), None),
+    };
     let cancel = &call.cancel;
     if cancel.is_cancelled() {
         return (AttemptEnd::Cancelled, None);
@@ -404,7 +410,7 @@ async fn run(
     let (announced, retry_after, reset_ms) = fields(call, &resp, status);
     quota.set(announced);
     if (200..300).contains(&status) {
-        return read_ok(resp, call.mode.response_type()).await;
+        return Apart(read_ok(resp, call.mode.response_type())).await;
     }
     let status_text = resp.status_text()?.as_string().unwrap_or_default();
     let stream = resp.body()?;
@@ -418,7 +424,7 @@ async fn run(
         token,
     });
     if !call.mode.is_fetch() {
-        if let Err(e) = read_prefix(&stream, ERROR_BODY_CHARS, answered).await {
+        if let Err(e) = Apart(read_prefix(&stream, ERROR_BODY_CHARS, answered)).await {
             answered.take();
             return Err(e);
         }
@@ -475,25 +481,22 @@ fn send(
 /// A 2xx: the Response for `fetch()` (`None`) and `responseType:
 /// 'response'`, else its body read and parsed as `request()` asks.
 async fn read_ok(resp: AnyResponse, rt: Option<ResponseType>) -> Result<AttemptEnd, JsValue> {
+    // One await for every body type: the read is chosen, then checked.
+    let read = match rt {
+        None | Some(ResponseType::Response) => return Ok(AttemptEnd::Done(resp.into())),
+        Some(ResponseType::Bytes) => resp.array_buffer()?,
+        Some(ResponseType::Text | ResponseType::Json) => resp.text()?,
+    };
+    let body = settle_any(read).await?;
     let value = match rt {
-        None | Some(ResponseType::Response) => resp.into(),
-        Some(ResponseType::Text) => {
-            let text = settle_any(resp.text()?).await?;
-            if !text.is_string() {
-                return Err(not_a_response("text() gave no string"));
-            }
-            text
-        }
         Some(ResponseType::Bytes) => {
-            let buf = settle_any(resp.array_buffer()?).await?;
-            if !instance_of::<js_sys::ArrayBuffer>(&buf) {
+            if !instance_of::<js_sys::ArrayBuffer>(&body) {
                 return Err(not_a_response("arrayBuffer() gave no ArrayBuffer"));
             }
-            js_sys::Uint8Array::new(&buf).into()
+            js_sys::Uint8Array::new(&body).into()
         }
         Some(ResponseType::Json) => {
-            let text = settle_any(resp.text()?).await?;
-            let Some(text) = text.dyn_ref::<js_sys::JsString>() else {
+            let Some(text) = body.dyn_ref::<js_sys::JsString>() else {
                 return Err(not_a_response("text() gave no string"));
             };
             // An empty (or blank) body is undefined, not a ParseError;
@@ -504,6 +507,8 @@ async fn read_ok(resp: AnyResponse, rt: Option<ResponseType>) -> Result<AttemptE
                 Err(e) => return Ok(AttemptEnd::Parse(e)),
             }
         }
+        _ if !body.is_string() => return Err(not_a_response("text() gave no string")),
+        _ => body,
     };
     Ok(AttemptEnd::Done(value))
 }

@@ -134,24 +134,17 @@ impl Engine {
         pre: &'a JsValue,
     ) -> Sent<'a> {
         call.cancel.begin_attempt(send.attempt);
-        type Pending<'a> = Pin<Box<dyn Future<Output = (AttemptEnd, Option<Quota>)> + 'a>>;
-        let (end, stop): (Pending<'a>, _) = match Stop::new() {
-            Ok(stop) => (
-                Box::pin(fetch::attempt(
-                    call,
-                    call.layer().transport().unwrap_or(&self.transport),
-                    send,
-                    stop.clone(),
-                    fetch::Leg {
-                        hedge,
-                        pre,
-                        events: &self.events,
-                    },
-                )),
-                Some(stop),
-            ),
-            Err(e) => (Box::pin(async { (AttemptEnd::Network(e), None) }), None),
+        let stop = Stop::new();
+        let transport = call.layer().transport().unwrap_or(&self.transport);
+        let leg = fetch::Leg {
+            hedge,
+            pre,
+            events: &self.events,
         };
-        Sent { end, stop, send }
+        Sent {
+            stop: stop.as_ref().ok().cloned(),
+            end: Box::pin(fetch::attempt(call, transport, send, stop, leg)),
+            send,
+        }
     }
 }

@@ -8,7 +8,7 @@ use super::call::Call;
 use super::driver::{Halt, Probed};
 use super::engine::Engine;
 use super::host::now_ms;
-use super::runtime::{Gate, Wake};
+use super::runtime::{Apart, Gate, Wake};
 use crate::policy::breaker::{Permit, ProbeWaiter};
 use crate::policy::guard::CallState;
 
@@ -59,7 +59,11 @@ impl Engine {
         let mut waited = false;
         loop {
             let left = c.deadline.remaining(now_ms());
-            let lock = match call.cancel.within(left, x.probe_lock(&call.spec.key)).await {
+            let lock = match call
+                .cancel
+                .within(left, std::pin::pin!(x.probe_lock(&call.spec.key)))
+                .await
+            {
                 Ok(lock) => lock,
                 Err(Wake::Cancelled) => Err(call.cancel.abort_error())?,
                 Err(_) => Err(Halt::OutOfTime)?,
@@ -75,7 +79,7 @@ impl Engine {
             // With the lock: a moment for that tab's news, which was sent
             // before it let go, on another channel (not ordered with it).
             let cap = if lock.is_some() { GRACE_MS } else { RECHECK_MS };
-            if self.await_probe(call, c, id, cap).await? {
+            if Apart(self.await_probe(call, c, id, cap)).await? {
                 return Ok(Probed::Again);
             }
             if lock.is_some() {

@@ -43,6 +43,11 @@
 //! online waits, hedge delays, a joiner's deadline), which keeps a Node
 //! process alive until the call has ended.
 //!
+//! Every `async fn` of the call path is awaited through [`Apart`], which
+//! polls it in a function of its own: rustc otherwise inlines a child's
+//! state machine into its parent's, and the call loop was one 14.6 KB
+//! function; apart they measured 435 bytes gzip less (issue 28).
+//!
 //! Every guard here whose drop has an effect is `#[must_use]`: [`Alarm`],
 //! [`Timed`], [`EventLink`], [`OnAbort`].
 
@@ -53,7 +58,7 @@ mod listen;
 mod stop;
 
 pub use alarm::Alarm;
-pub use executor::{settle, spawn, spawn_promise, Settle};
+pub use executor::{settle, spawn, spawn_promise, Apart, Settle};
 pub use gate::{sleep, Either, Gate, GateFuture, Race, Timed, Wake};
 pub use listen::{EventLink, OnAbort};
 pub use stop::Stop;
