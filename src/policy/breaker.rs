@@ -76,11 +76,6 @@ const MAX_PENDING_TRANSITIONS: usize = 1024;
 
 /// Seen by JS as `'closed' | 'open' | 'half-open'` (the names `as_str` gives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    target_arch = "wasm32",
-    derive(serde::Serialize),
-    serde(rename_all = "kebab-case")
-)]
 pub enum State {
     Closed,
     Open,
@@ -117,11 +112,6 @@ pub struct Transition {
 /// One entry of `client.breakers()`: the JS `BreakerSnapshot` is this
 /// struct, field for field, in camelCase.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(
-    target_arch = "wasm32",
-    derive(serde::Serialize),
-    serde(rename_all = "camelCase")
-)]
 pub struct Snapshot {
     pub key: String,
     pub state: State,
