@@ -8,6 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { WASM_OPT_ARGS } from '../scripts/wasm-opt.mjs';
+import { buildReleaseWasm } from '../scripts/release-wasm.mjs';
 import { benchDir, buildDir, root } from './lib.mjs';
 
 /** Issue 19's target for what the package ships (wasm + JS as bundled), gzip; the 30 KB of issue 7 was withdrawn. */
@@ -150,14 +151,13 @@ export async function twiggyBreakdown({ quick, log = console.log } = {}) {
   const run = (cmd, args, env) => execFileSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
 
   // the release build pkg/ is made from (a no-op when it is fresh); names are in it unless stripped
-  let src = join(root, 'target/wasm32-unknown-unknown/release/stormguard.wasm');
-  run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', '--quiet']);
+  let src = buildReleaseWasm(root, run, { quiet: true });
   const hasNames = (file) => run('twiggy', ['top', '-n', '100', file]).toString().includes('"function names" subsection');
   if (!hasNames(src)) {
     log('[size] the release wasm has no names: building one with strip off into bench/.target');
-    run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', '--quiet', '--target-dir', join(benchDir, '.target')],
-      { CARGO_PROFILE_RELEASE_STRIP: 'false', CARGO_PROFILE_RELEASE_DEBUG: 'false' });
-    src = join(benchDir, '.target/wasm32-unknown-unknown/release/stormguard.wasm');
+    src = buildReleaseWasm(root, run, {
+      quiet: true, targetDir: join(benchDir, '.target'), env: { CARGO_PROFILE_RELEASE_STRIP: 'false', CARGO_PROFILE_RELEASE_DEBUG: 'false' },
+    });
   }
   run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', dir, '--out-name', 'named', src]);
   const named = join(dir, 'named.wasm');

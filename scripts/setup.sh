@@ -15,6 +15,13 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+# 1b. Its library sources: the release build compiles std for the wasm with
+#     panics as a bare trap (scripts/release-wasm.mjs, 4.8 KB gzip smaller).
+if [ ! -f "$(rustc --print sysroot)/lib/rustlib/src/rust/library/std/Cargo.toml" ]; then
+  say "adding the rust-src component"
+  rustup component add rust-src
+fi
+
 # 2. wasm-bindgen CLI (and its test runner) at exactly the crate's version.
 #    (`--locked` fails here: the registry lacks some locked versions.)
 if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
