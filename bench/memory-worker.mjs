@@ -25,9 +25,10 @@ async function main() {
   if (strategy === 'stormguard') {
     const { createClient } = await import('../pkg/node.js');
     const client = await createClient();
-    // the glue returns the instance's exports once initialised: its linear memory is `memory`
+    // the glue returns the instance's exports once initialised; its linear memory is the one
+    // Memory among them (their names are minified: scripts/minify-names.mjs)
     const { initSync } = await import('../pkg/stormguard.js');
-    wasmMemory = initSync({ module: new Uint8Array(0) }).memory;
+    wasmMemory = Object.values(initSync({ module: new Uint8Array(0) })).find((v) => v instanceof WebAssembly.Memory);
     call = (u) => client.request(u);
     stats = () => client.stats();
     close = () => client.close();

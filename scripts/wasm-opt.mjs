@@ -9,8 +9,9 @@
 // - --low-memory-unused: the module never uses addresses below 1 KiB (rustc
 //   puts the stack first), so loads and stores fold constant offsets
 //   (-0.13 KB gzip on top of the flag above; -0.55 KB without it).
-export const WASM_OPT_ARGS = [
-  '-Oz', '--one-caller-inline-max-function-size=0', '--low-memory-unused',
+/** The wasm features the module uses (rustc's defaults for the target). */
+export const WASM_FEATURES = [
   '--enable-bulk-memory', '--enable-nontrapping-float-to-int', '--enable-sign-ext',
   '--enable-reference-types', '--enable-multivalue', '--enable-mutable-globals',
 ];
+export const WASM_OPT_ARGS = ['-Oz', '--one-caller-inline-max-function-size=0', '--low-memory-unused', ...WASM_FEATURES];

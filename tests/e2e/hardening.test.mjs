@@ -7,6 +7,9 @@ import { startServer } from '../server/server.mjs';
 import { createClient, isStormguardError, OptionsError } from '../../pkg/node.js';
 import { initSync } from '../../pkg/stormguard.js';
 
+/** The instance's linear memory among its exports (whose names the build minifies: scripts/minify-names.mjs). */
+const memoryOf = (exports) => Object.values(exports).find((v) => v instanceof WebAssembly.Memory);
+
 let server;
 before(async () => {
   server = await startServer({ close: true });
@@ -110,7 +113,7 @@ test('100k calls mixing success, failure, timeout and abort leave memory flat', 
   const client = await createClient({
     timeoutMs: 30, retry: { baseDelayMs: 1, maxDelayMs: 2 }, breaker: false, concurrency: { max: 64, queue: 100000 },
   });
-  const wasm = initSync({ module: new Uint8Array(0) }); // already instantiated: returns its exports
+  const memory = memoryOf(initSync({ module: new Uint8Array(0) })); // already instantiated: initSync returns its exports
   const paths = ['/echo', '/status/500', '/hang', '/echo?x=1', '/status/404'];
   const round = async (n) => {
     const batch = [];
@@ -127,13 +130,13 @@ test('100k calls mixing success, failure, timeout and abort leave memory flat', 
   const chunk = 2000;
   await round(chunk); // warm-up: allocator and JIT settle
   global.gc?.();
-  const wasmBefore = wasm.memory.buffer.byteLength;
+  const wasmBefore = memory.buffer.byteLength;
   const heapBefore = process.memoryUsage().heapUsed;
   for (let done = chunk; done < total; done += chunk) await round(chunk);
   global.gc?.();
   await new Promise((r) => setTimeout(r, 50));
   global.gc?.();
-  const wasmAfter = wasm.memory.buffer.byteLength;
+  const wasmAfter = memory.buffer.byteLength;
   const heapAfter = process.memoryUsage().heapUsed;
   const s = client.stats();
   console.log(`memory: ${s.requests} calls; wasm ${wasmBefore} -> ${wasmAfter} bytes; JS heap ${(heapBefore / 1e6).toFixed(1)} -> ${(heapAfter / 1e6).toFixed(1)} MB`);

@@ -10,6 +10,9 @@ import { startServer } from '../server/server.mjs';
 import { createClient, OptionsError, CircuitOpenError } from '../../pkg/node.js';
 import { initSync } from '../../pkg/stormguard.js';
 
+/** The instance's linear memory among its exports (whose names the build minifies: scripts/minify-names.mjs). */
+const memoryOf = (exports) => Object.values(exports).find((v) => v instanceof WebAssembly.Memory);
+
 let server;
 before(async () => {
   server = await startServer({ close: true });
@@ -178,13 +181,13 @@ test('peer messages: keys over 2048 characters and malformed messages are droppe
   const client = await createClient({ storage: { prefix } });
   const events = [];
   client.on('breaker', (e) => events.push(e.key));
-  const wasm = initSync({ module: new Uint8Array(0) }); // already instantiated: its exports
+  const memory = memoryOf(initSync({ module: new Uint8Array(0) })); // already instantiated: initSync returns its exports
   const tab = peer(prefix);
   const soon = () => Date.now() + 60000;
   // Warm up the allocator with one accepted message.
   tab.send({ r: 'another-tab', t: 'open', key: 'warm', until: soon(), period: 2000 });
   await until(() => events.includes('warm'), 'the warm-up message');
-  const before = wasm.memory.buffer.byteLength;
+  const before = memory.buffer.byteLength;
   const huge = 'k'.repeat(2 * 1024 * 1024);
   for (let i = 0; i < 50; i++) {
     tab.send({ r: 'another-tab', t: 'open', key: `${huge}${i}`, until: soon(), period: 2000 });
@@ -211,7 +214,7 @@ test('peer messages: keys over 2048 characters and malformed messages are droppe
   tab.send({ r: 'another-tab', t: 'open', key: longest, until: soon(), period: 2000 });
   tab.send({ r: 'another-tab', t: 'open', key: 'last', until: soon(), period: 2000 });
   await until(() => events.includes('last'), 'the last message');
-  const after = wasm.memory.buffer.byteLength;
+  const after = memory.buffer.byteLength;
   console.log(`peer messages: 150 messages with 2 MB keys; wasm memory ${before} -> ${after} bytes`);
   assert.ok(after - before < 1 << 20, `wasm memory grew by ${after - before} bytes`);
   const keys = client.breakers().map((b) => b.key);
@@ -283,21 +286,21 @@ test('keys over 2048 characters: 400 distinct 1 MB keys add little wasm memory, 
   const realFetch = globalThis.fetch;
   globalThis.fetch = async (input) => answer(input);
   t.after(() => { globalThis.fetch = realFetch; });
-  const wasm = initSync({ module: new Uint8Array(0) }); // already instantiated: its exports
+  const memory = memoryOf(initSync({ module: new Uint8Array(0) })); // already instantiated: initSync returns its exports
   const mb = 'k'.repeat(1 << 20);
   const origin = 'http://127.0.0.1:1';
   // Warm-up: the transient copies of one call with a 1 MB key.
   await client.request(`${origin}/x`, { breakerKey: `${mb}warm` }).catch(() => {});
   await client.request(`${origin}/${mb}warm`).catch(() => {});
   await client.schema(`${origin}/doc`, { cacheKey: `${mb}warm` });
-  const before = wasm.memory.buffer.byteLength;
+  const before = memory.buffer.byteLength;
   for (let i = 0; i < 300; i++) await client.request(`${origin}/x`, { breakerKey: `${mb}${i}` }).catch(() => {});
   for (let i = 0; i < 50; i++) await client.request(`${origin}/${mb}${i}`).catch(() => {});
   for (let i = 0; i < 50; i++) {
     const r = await client.schema(`${origin}/doc`, { cacheKey: `${mb}${i}` });
     assert.equal(r.source, 'network');
   }
-  const after = wasm.memory.buffer.byteLength;
+  const after = memory.buffer.byteLength;
   console.log(`400 distinct 1 MB keys: wasm memory ${before} -> ${after} bytes`);
   assert.ok(after - before < 16 << 20, `wasm memory grew by ${after - before} bytes (302 MB before the fix)`);
   const snap = client.breakers();

@@ -39,7 +39,9 @@ test('waitForOnline: false fails at once with an offline NetworkError and sends 
   assert.equal(result.name, 'NetworkError');
   assert.equal(result.offline, true);
   assert.equal(result.attempts, 0);
-  assert.ok(result.ms < 50, `${result.ms} ms`);
+  // At once: not after the deadline (20 s) that waiting for the network would take. (Bounded at
+  // 50 ms before, which the first call of a page, compiling as it goes, overran on a loaded machine.)
+  assert.ok(result.ms < 1000, `${result.ms} ms`);
   assert.equal(result.stats.attempts, 0);
   assert.equal(await arrivals('offline-fail'), 0);
 });
