@@ -28,10 +28,12 @@ function replaceOnce(text, re, to, what) {
 /**
  * Minifies the import, export and module names of `wasmPath` in place with
  * `wasmOpt`, and returns `glue` (wasm-bindgen's JS for it, as it wrote it)
- * rewritten to use the new names.
+ * rewritten to use the new names. `keepNames`: the name section stays (the
+ * twiggy build of bench/size.mjs).
  */
-export function minifyNames(wasmOpt, wasmPath, glue) {
-  const printed = execFileSync(wasmOpt, [...WASM_FEATURES, '--minify-imports-and-exports-and-modules', wasmPath, '-o', wasmPath]).toString();
+export function minifyNames(wasmOpt, wasmPath, glue, { keepNames = false } = {}) {
+  const args = [...WASM_FEATURES, ...(keepNames ? ['-g'] : []), '--minify-imports-and-exports-and-modules'];
+  const printed = execFileSync(wasmOpt, [...args, wasmPath, '-o', wasmPath]).toString();
   const map = JSON.parse(printed.slice(printed.indexOf('{'), printed.lastIndexOf('}') + 1));
   const module = new WebAssembly.Module(readFileSync(wasmPath));
 
