@@ -43,24 +43,27 @@ function hasRustSrc(root) {
 /**
  * Builds the crate's release wasm; returns its path. `run(cmd, args, env)`
  * runs a command in `root` with `env` added to the environment. The target
- * dir is one of its own (target/release-std): the flags differ from every
- * other build's, and sharing one would rebuild each time the two alternate.
+ * dir (unless `targetDir`) is one of its own, target/release-std: the flags
+ * differ from every other build's, and sharing one would rebuild each time
+ * the two alternate; with the prebuilt std it is cargo's own, target/.
  */
-export function buildReleaseWasm(root, run, { quiet = false, targetDir = join(root, 'target/release-std'), env = {} } = {}) {
+export function buildReleaseWasm(root, run, { quiet = false, targetDir, env = {} } = {}) {
   const args = ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', ...(quiet ? ['--quiet'] : [])];
   if (process.env.STORMGUARD_PLAIN_STD === '1') {
-    run('cargo', [...args, '--target-dir', targetDir], env);
-    return join(targetDir, 'wasm32-unknown-unknown/release/stormguard.wasm');
+    const dir = targetDir ?? join(root, 'target');
+    run('cargo', [...args, '--target-dir', dir], env);
+    return join(dir, 'wasm32-unknown-unknown/release/stormguard.wasm');
   }
   if (!hasRustSrc(root)) {
     throw new Error('the release build compiles std for the wasm (scripts/release-wasm.mjs) and needs the ' +
       "toolchain's library sources: run `rustup component add rust-src` (scripts/setup.sh does), or build " +
       'with the prebuilt std, larger, with STORMGUARD_PLAIN_STD=1');
   }
-  run('cargo', [...args, '-Zbuild-std=std,panic_abort', '-Zbuild-std-features=optimize_for_size', '--target-dir', targetDir], {
+  const dir = targetDir ?? join(root, 'target/release-std');
+  run('cargo', [...args, '-Zbuild-std=std,panic_abort', '-Zbuild-std-features=optimize_for_size', '--target-dir', dir], {
     RUSTC_BOOTSTRAP: '1',
     CARGO_ENCODED_RUSTFLAGS: [...configFlags(root), ...SIZE_FLAGS].join('\x1f'),
     ...env,
   });
-  return join(targetDir, 'wasm32-unknown-unknown/release/stormguard.wasm');
+  return join(dir, 'wasm32-unknown-unknown/release/stormguard.wasm');
 }
