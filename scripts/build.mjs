@@ -41,11 +41,10 @@ if (process.argv.includes('--if-stale') && existsSync(join(pkg, 'package.json'))
   }
 }
 
-const run = (cmd, args) => execFileSync(cmd, args, { cwd: root, stdio: 'inherit' });
+const run = (cmd, args, env) => execFileSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
 
 console.log('[build] cargo build --release --target wasm32-unknown-unknown (std built with it: scripts/release-wasm.mjs)');
-const built = buildReleaseWasm(root, (cmd, args, env) =>
-  execFileSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } }));
+const built = buildReleaseWasm(root, run);
 
 rmSync(pkg, { recursive: true, force: true });
 mkdirSync(pkg, { recursive: true });

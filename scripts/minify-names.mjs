@@ -93,7 +93,8 @@ export function minifyNames(wasmOpt, wasmPath, glue, { keepNames = false } = {})
   for (const [oldName, newName] of map.exports) {
     out = out.replace(new RegExp(`\\bwasm\\.${escape(oldName)}\\b`, 'g'), `wasm.${newName}`);
   }
-  const left = [...out.matchAll(/\bwasm\.([A-Za-z_$][\w$]*)/g)].map((m) => m[1]).filter((n) => !map.exports.some(([, to]) => to === n));
+  const renamed = new Set(map.exports.map(([, to]) => to));
+  const left = [...out.matchAll(/\bwasm\.([A-Za-z_$][\w$]*)/g)].map((m) => m[1]).filter((n) => !renamed.has(n));
   if (left.length) throw new Error(`minify-names: the glue still reads wasm.${left[0]}, which the map does not rename`);
   return out;
 }
