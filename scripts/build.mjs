@@ -191,8 +191,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // async fn polled apart) -1,469. The budget is the merged whole, as built (106,719). std compiled
 // with the crate, panics a bare trap (scripts/release-wasm.mjs): 106,604 -> 101,847; the names
 // the wasm and the glue share minified (scripts/minify-names.mjs) and the target_features section
-// stripped: 96,067.
-const SIZE_BUDGET_BYTES = 96_067;
+// stripped: 96,067. An attempt no longer asks Reflect.get of undefined (a JS exception thrown
+// and swallowed per attempt, 25-30 µs of CPU): +21, 96,088.
+const SIZE_BUDGET_BYTES = 96_088;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

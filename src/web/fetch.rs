@@ -382,8 +382,13 @@ async fn run(
             }
         }
     };
-    // The refreshes finished when the token it carries was read.
-    let token = get(at.leg.pre, "seen").ok().and_then(|v| v.as_f64());
+    // The refreshes finished when the token it carries was read. No read
+    // (no auth or headers function) leaves `pre` undefined: not asked, as
+    // Reflect.get would throw, and a JS exception a call costs 25-30 µs.
+    let token = match at.leg.pre {
+        pre if pre.is_undefined() => None,
+        pre => get(pre, "seen").ok().and_then(|v| v.as_f64()),
+    };
     at.went(call, io.is_some());
     let target = own.as_ref().unwrap_or(&call.target);
     let mut value = settle(send(transport, target, signal, at.leg.hedge)?).await?;

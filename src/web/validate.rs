@@ -47,8 +47,14 @@ pub fn read(r: &Reader) -> Result<Option<Validate>, OptionsError> {
         Some(v) if !v.is_null() => v,
         _ => return Ok(None),
     };
+    // A predicate has no `~standard`: not asked of undefined, where
+    // Reflect.get would throw (an exception per call that reads options).
     let standard = get(&v, "~standard").unwrap_or_default();
-    let f = get(&standard, "validate").unwrap_or_default();
+    let f = if standard.is_object() {
+        get(&standard, "validate").unwrap_or_default()
+    } else {
+        JsValue::UNDEFINED
+    };
     if f.is_function() {
         Ok(Some(Validate::Schema(standard, f.unchecked_into())))
     } else if v.is_function() {
