@@ -193,8 +193,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // the wasm and the glue share minified (scripts/minify-names.mjs) and the target_features section
 // stripped: 96,067. An attempt no longer asks Reflect.get of undefined (a JS exception thrown
 // and swallowed per attempt, 25-30 µs of CPU): +21, 96,088. Breakers boxed in their table (a
-// new key at the cap moved ~430 bytes a circuit): -177, 95,911.
-const SIZE_BUDGET_BYTES = 95_911;
+// new key at the cap moved ~430 bytes a circuit): -177, 95,911. A promise awaited without a
+// closure pair of its own (runtime/settle.js; 5-13 µs a call in Chromium, 10-16 in Node): +277, 96,188.
+const SIZE_BUDGET_BYTES = 96_188;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

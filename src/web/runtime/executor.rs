@@ -14,6 +14,12 @@
 //!
 //! These rules and the wakers' reference counts (the `unsafe` below, each
 //! with its invariant) are proven by `tests/runtime.rs` (see `mod.rs`).
+//!
+//! A promise is awaited without a closure of its own: `settle.js` hands
+//! its outcome to the one `ON_SETTLED` closure by the number its [`Settle`]
+//! was given. wasm-bindgen-futures' `JsFuture` made two closures per
+//! promise (each a JS function registered with a FinalizationRegistry,
+//! unref'd and destroyed after), four per `request()`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -24,12 +30,17 @@ use std::rc::Rc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(js_name = queueMicrotask)]
     fn queue_microtask(f: &Closure<dyn FnMut()>);
+}
+
+#[wasm_bindgen(module = "/src/web/runtime/settle.js")]
+extern "C" {
+    /// `promise.then` reporting to `settled` with `id` (settle.js).
+    fn watch(promise: &js_sys::Promise, id: u32, settled: &Closure<dyn FnMut(u32, bool, JsValue)>);
 }
 
 type Boxed = Pin<Box<dyn Future<Output = ()>>>;
@@ -47,6 +58,16 @@ thread_local! {
     static SCHEDULED: Cell<bool> = const { Cell::new(false) };
     static QUEUE: RefCell<VecDeque<Rc<Task>>> = const { RefCell::new(VecDeque::new()) };
     static DRAIN: Closure<dyn FnMut()> = Closure::new(drain);
+    /// The promises being awaited, by number, oldest first.
+    static WATCHED: RefCell<Vec<(u32, Watched)>> = const { RefCell::new(Vec::new()) };
+    static NEXT_ID: Cell<u32> = const { Cell::new(0) };
+    static ON_SETTLED: Closure<dyn FnMut(u32, bool, JsValue)> = Closure::new(settled);
+}
+
+/// An awaited promise: the waker of the task waiting for it, or its outcome.
+enum Watched {
+    Waiting(Option<Waker>),
+    Done(Result<JsValue, JsValue>),
 }
 
 /// Runs `future` to its end, its first poll one microtask from now.
@@ -80,25 +101,88 @@ pub fn spawn_promise(
 }
 
 /// Awaits `promise`; the task goes on inside the promise's reaction job.
+/// Its reactions are attached now, as `promise.then` would: a rejection is
+/// handled even if the `Settle` is never polled.
 pub fn settle(promise: js_sys::Promise) -> Settle {
-    Settle(JsFuture::from(promise))
+    let id = NEXT_ID.with(|n| n.replace(n.get().wrapping_add(1)));
+    WATCHED.with(|w| w.borrow_mut().push((id, Watched::Waiting(None))));
+    ON_SETTLED.with(|f| watch(&promise, id, f));
+    Settle { id }
 }
 
-pub struct Settle(JsFuture);
+/// A promise's outcome, awaited; dropped before it, the outcome is ignored.
+pub struct Settle {
+    id: u32,
+}
+
+/// Where promise `id` is in `WATCHED` (a few entries: one per awaited
+/// promise, the newest at the end).
+fn position(watched: &[(u32, Watched)], id: u32) -> Option<usize> {
+    watched.iter().rposition(|(i, _)| *i == id)
+}
+
+/// `ON_SETTLED`: promise `id` has settled; its task goes on at once.
+fn settled(id: u32, fulfilled: bool, value: JsValue) {
+    let outcome = if fulfilled { Ok(value) } else { Err(value) };
+    let waker = WATCHED.with(|w| {
+        let mut w = w.borrow_mut();
+        let i = position(&w, id)?;
+        let (_, slot) = w.get_mut(i)?;
+        match std::mem::replace(slot, Watched::Done(outcome)) {
+            Watched::Waiting(waker) => waker,
+            Watched::Done(_) => None,
+        }
+    });
+    // Woken with the list released: the task may await other promises.
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
 
 impl Future for Settle {
     type Output = Result<JsValue, JsValue>;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let waker = cx.waker();
-        if !std::ptr::eq(waker.vtable(), &QUEUED) {
-            // Not one of our tasks (a test's executor): its own rules.
-            return Pin::new(&mut self.0).poll(cx);
-        }
-        // SAFETY: a waker with our vtable holds an `Rc<Task>` (see
-        // `raw_waker`); it is borrowed here, and the clone owns its count.
-        let task = unsafe { borrowed(waker.data()) };
-        let now = unsafe { Waker::from_raw(raw_waker(Rc::clone(&*task), &AT_ONCE)) };
-        Pin::new(&mut self.0).poll(&mut Context::from_waker(&now))
+        // One of our tasks goes on in the reaction job (`AT_ONCE`); another
+        // executor's (a test's) is woken by its own rules.
+        let waker = if std::ptr::eq(waker.vtable(), &QUEUED) {
+            // SAFETY: a waker with our vtable holds an `Rc<Task>` (see
+            // `raw_waker`); it is borrowed here, and the clone owns its count.
+            let task = unsafe { borrowed(waker.data()) };
+            unsafe { Waker::from_raw(raw_waker(Rc::clone(&*task), &AT_ONCE)) }
+        } else {
+            waker.clone()
+        };
+        let id = self.id;
+        // A waker replaced is dropped after the list is released.
+        let (poll, _replaced) = WATCHED.with(|w| {
+            let mut w = w.borrow_mut();
+            let Some(i) = position(&w, id) else {
+                // Polled after it was ready: nothing more will come.
+                return (Poll::Pending, None);
+            };
+            match w.get_mut(i) {
+                Some((_, Watched::Waiting(slot))) => (Poll::Pending, slot.replace(waker)),
+                _ => match w.remove(i).1 {
+                    Watched::Done(outcome) => (Poll::Ready(outcome), None),
+                    Watched::Waiting(_) => (Poll::Pending, None),
+                },
+            }
+        });
+        poll
+    }
+}
+
+impl Drop for Settle {
+    fn drop(&mut self) {
+        // The entry (and the waker it may hold) goes; the waker is dropped
+        // after the list is released, as dropping it may free a task.
+        let id = self.id;
+        let gone = WATCHED.with(|w| {
+            let mut w = w.borrow_mut();
+            position(&w, id).map(|i| w.remove(i))
+        });
+        drop(gone);
     }
 }
 
