@@ -166,6 +166,11 @@ export function summary(res) {
       rows.push([`per call ${m}, median`, g('stormguard'), g('raw'), '—', g('ky'), g('cockatiel')]);
       rows.push([`per call ${m}, p99`, p('stormguard'), p('raw'), '—', p('ky'), p('cockatiel')]);
     }
+    const cpu = res.overhead.cpu?.libs;
+    if (cpu) {
+      const g = (n) => (cpu[n] ? `${cpu[n].medianUs.toFixed(0)} µs` : '—');
+      rows.push(['CPU per call, stub fetch, median', g('stormguard'), g('raw'), '—', g('ky'), g('cockatiel')]);
+    }
   }
   if (res.storm) {
     // the rows of the anchors' set-up: 10 s faults, the steady poller (else the first case there is)
@@ -292,6 +297,16 @@ function overheadSection(res, charts) {
     }))),
   });
   md += '![overhead](overhead.svg)\n\n';
+  if (o.cpu) {
+    md += `**CPU per call, the network taken out.** The page's global \`fetch\` replaced by a stub that answers at once ` +
+      `(a \`Response\` of the same body), ${o.cpu.config.rounds} blocks of ${o.cpu.config.block} sequential calls per library, ` +
+      `the blocks interleaved, after ${o.cpu.config.warmup} warm-up calls each; median µs a call. Each library's own work is all there is ` +
+      `here; over a network these add to the fetch. **${o.cpu.config.perId}**: the default client, every URL a new path (per-id ` +
+      `URLs), past the 1000 breakers a client keeps, so each call makes a key at the table's cap.\n\n` +
+      mdTable(['library', 'µs a call, median', 'over raw fetch', 'fastest block'], Object.entries(o.cpu.libs).map(([n, v]) => [
+        n, fixed(v.medianUs, 1), fixed(v.overRawUs, 1), fixed(v.minUs, 1),
+      ])) + '\n\n';
+  }
   if (o.stormguardStats) {
     md += `stormguard's own count over the run: ${o.stormguardStats.requests} calls, ${o.stormguardStats.attempts} attempts, ` +
       `${o.stormguardStats.retries} retries (every call went through once).\n\n`;
