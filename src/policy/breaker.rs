@@ -143,7 +143,6 @@ struct Circuit {
     probes: u32,
     /// All permits out.
     in_flight: u32,
-    last_used: u64,
     /// Calls waiting for the probes' outcome, oldest first.
     waiting: Vec<ProbeWaiter>,
     /// The run of its origin's failures it last failed in, and its
@@ -163,7 +162,6 @@ impl Circuit {
             period_ms: cfg.open_ms,
             probes: 0,
             in_flight: 0,
-            last_used: 0,
             waiting: Vec::new(),
             run: InRun::default(),
         }
@@ -340,11 +338,12 @@ pub struct Breakers {
     cfg: BreakerConfig,
     max_keys: usize,
     /// Sorted by key. A Vec, not a BTreeMap: the same order and, for at
-    /// most `max_keys` entries, a fraction of the wasm. Each circuit boxed:
-    /// one is ~430 bytes (its window's buckets), and a new key at the cap
-    /// moved up to two Vecs' worth of them and scanned them all, 40 µs a
-    /// call once 1000 per-id URLs had filled the table (now 16 bytes an entry).
-    circuits: Vec<(String, Box<Circuit>)>,
+    /// most `max_keys` entries, a fraction of the wasm. Each circuit boxed
+    /// beside the tick it was last used at: a circuit is ~430 bytes (its
+    /// window's buckets), and a new key at the cap moved up to two Vecs'
+    /// worth of them and scanned them all for the least recently used, 40 µs
+    /// a call once 1000 per-id URLs had filled the table.
+    circuits: Vec<(String, Box<Circuit>, u64)>,
     tick: u64,
     log: Log,
     origins: Origins,
@@ -376,10 +375,9 @@ impl Breakers {
             return Ok(Permit::Normal);
         }
         self.tick += 1;
-        let Some(c) = circuit(&mut self.circuits, key) else {
+        let Some(c) = touched(&mut self.circuits, self.tick, key) else {
             return Ok(Permit::Normal);
         };
-        c.last_used = self.tick;
         c.run.sent = self.origins.seen();
         self.log.push(key, c.refresh(now_ms));
         if c.state == State::HalfOpen && c.run.id != 0 && self.probe_elsewhere(key) {
@@ -395,11 +393,10 @@ impl Breakers {
     /// Reports an attempt's outcome for a permit from `acquire`; `Ignored`
     /// frees a probe slot without deciding anything.
     pub fn record(&mut self, key: &str, permit: Permit, sample: Sample, now_ms: f64) {
-        let Some(c) = circuit(&mut self.circuits, key) else {
+        self.tick += 1;
+        let Some(c) = touched(&mut self.circuits, self.tick, key) else {
             return;
         };
-        self.tick += 1;
-        c.last_used = self.tick;
         self.log.push(key, c.refresh(now_ms));
         let change = c.record(&self.cfg, permit, sample, now_ms);
         // A probe slot is free or the state changed: the waiters ask again.
@@ -444,7 +441,11 @@ impl Breakers {
             Sample::Ignored => {}
         }
         if wake != 0 {
-            for (_, c) in self.circuits.iter_mut().filter(|(_, c)| c.run.id == wake) {
+            for (_, c, _) in self
+                .circuits
+                .iter_mut()
+                .filter(|(_, c, _)| c.run.id == wake)
+            {
                 self.log.release(c);
             }
         }
@@ -453,7 +454,7 @@ impl Breakers {
     /// Opens every key of the correlated run `id` that is not open: a
     /// closed one for `openMs`, a half-open one as after a failed probe.
     fn trip(&mut self, id: u64, now_ms: f64) {
-        for (key, c) in self.circuits.iter_mut().filter(|(_, c)| c.run.id == id) {
+        for (key, c, _) in self.circuits.iter_mut().filter(|(_, c, _)| c.run.id == id) {
             self.log.push(key, c.refresh(now_ms));
             let period = match c.state {
                 State::Open => continue,
@@ -478,12 +479,12 @@ impl Breakers {
         let in_run = find(&self.circuits, key)
             .ok()
             .and_then(|i| self.circuits.get(i))
-            .is_some_and(|(_, c)| c.run.id == run.id);
+            .is_some_and(|(_, c, _)| c.run.id == run.id);
         in_run
             && self
                 .circuits
                 .iter()
-                .any(|(k, c)| c.run.id == run.id && c.probes > 0 && k != key)
+                .any(|(k, c, _)| c.run.id == run.id && c.probes > 0 && k != key)
     }
 
     /// `acquire` refused a call because every probe slot of the half-open
@@ -519,7 +520,7 @@ impl Breakers {
 
     /// Calls waiting for a probe's outcome, over every key.
     pub fn waiting(&self) -> usize {
-        self.circuits.iter().map(|(_, c)| c.waiting.len()).sum()
+        self.circuits.iter().map(|(_, c, _)| c.waiting.len()).sum()
     }
 
     /// An untracked key reads as Closed.
@@ -537,15 +538,15 @@ impl Breakers {
     pub fn next_half_open(&self) -> Option<f64> {
         self.circuits
             .iter()
-            .filter(|(_, c)| c.state == State::Open)
-            .map(|(_, c)| c.open_until)
+            .filter(|(_, c, _)| c.state == State::Open)
+            .map(|(_, c, _)| c.open_until)
             .filter(|t| t.is_finite())
             .reduce(f64::min)
     }
 
     /// Turns every breaker whose open period has passed half-open.
     pub fn refresh(&mut self, now_ms: f64) {
-        for (key, c) in &mut self.circuits {
+        for (key, c, _) in &mut self.circuits {
             self.log.push(key, c.refresh(now_ms));
         }
     }
@@ -554,7 +555,7 @@ impl Breakers {
     pub fn snapshot(&mut self, now_ms: f64) -> Vec<Snapshot> {
         self.refresh(now_ms);
         let mut out = Vec::with_capacity(self.circuits.len());
-        for (key, c) in &self.circuits {
+        for (key, c, _) in &self.circuits {
             let (samples, failures) = c.tally(now_ms);
             let shedding = self
                 .cfg
@@ -590,10 +591,9 @@ impl Breakers {
             return;
         }
         self.tick += 1;
-        let Some(c) = circuit(&mut self.circuits, key) else {
+        let Some(c) = touched(&mut self.circuits, self.tick, key) else {
             return;
         };
-        c.last_used = self.tick;
         self.log.push(key, c.refresh(now_ms));
         // Never longer than this client's own longest period.
         let open_for_ms = open_for_ms.min(self.cfg.max_open_ms);
@@ -622,7 +622,7 @@ impl Breakers {
         find(&self.circuits, key)
             .ok()
             .and_then(|i| self.circuits.get(i))
-            .map(|(_, c)| c)
+            .map(|(_, c, _)| c)
             .filter(|c| c.state == State::Open)
             .map(|c| (c.retry_in(now_ms), c.period_ms))
     }
@@ -665,7 +665,7 @@ impl Breakers {
         }
         if let Err(i) = find(&self.circuits, key) {
             self.circuits
-                .insert(i, (key.to_owned(), Box::new(Circuit::new(&self.cfg))));
+                .insert(i, (key.to_owned(), Box::new(Circuit::new(&self.cfg)), 0));
         }
         true
     }
@@ -678,22 +678,30 @@ impl Breakers {
         if self.circuits.len() < self.max_keys {
             return true;
         }
-        let victim = self
-            .circuits
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, (_, c))| (c.in_flight > 0 || !c.waiting.is_empty(), c.last_used))
-            .map(|(i, _)| i);
-        let Some((_, mut c)) = victim.map(|i| self.circuits.remove(i)) else {
+        // One pass over the ticks beside the keys; a circuit is read (is it
+        // busy?) only when its tick is older than the oldest idle one so far,
+        // a few times in a table of 1000.
+        let (mut idle, mut any) = (None, None);
+        for (i, (_, c, t)) in self.circuits.iter().enumerate() {
+            let older = |best: Option<(usize, u64)>| best.is_none_or(|(_, b)| *t < b);
+            if older(any) {
+                any = Some((i, *t));
+            }
+            if older(idle) && c.in_flight == 0 && c.waiting.is_empty() {
+                idle = Some((i, *t));
+            }
+        }
+        let victim = idle.or(any).map(|(i, _)| i);
+        let Some((_, mut c, _)) = victim.map(|i| self.circuits.remove(i)) else {
             return false;
         };
         self.log.release(&mut c);
         // It may have held its run's probe: the run's waiters ask again.
         if c.run.id != 0 {
-            for (_, other) in self
+            for (_, other, _) in self
                 .circuits
                 .iter_mut()
-                .filter(|(_, o)| o.run.id == c.run.id)
+                .filter(|(_, o, _)| o.run.id == c.run.id)
             {
                 self.log.release(other);
             }
@@ -703,13 +711,28 @@ impl Breakers {
 }
 
 /// Where `key` is in `circuits`, or where it would go.
-fn find(circuits: &[(String, Box<Circuit>)], key: &str) -> Result<usize, usize> {
-    circuits.binary_search_by(|(k, _)| k.as_str().cmp(key))
+fn find(circuits: &[(String, Box<Circuit>, u64)], key: &str) -> Result<usize, usize> {
+    circuits.binary_search_by(|(k, ..)| k.as_str().cmp(key))
 }
 
-fn circuit<'a>(circuits: &'a mut [(String, Box<Circuit>)], key: &str) -> Option<&'a mut Circuit> {
+fn circuit<'a>(
+    circuits: &'a mut [(String, Box<Circuit>, u64)],
+    key: &str,
+) -> Option<&'a mut Circuit> {
     let i = find(circuits, key).ok()?;
-    circuits.get_mut(i).map(|(_, c)| &mut **c)
+    circuits.get_mut(i).map(|(_, c, _)| &mut **c)
+}
+
+/// `key`'s circuit, marked used at `tick`.
+fn touched<'a>(
+    circuits: &'a mut [(String, Box<Circuit>, u64)],
+    tick: u64,
+    key: &str,
+) -> Option<&'a mut Circuit> {
+    let i = find(circuits, key).ok()?;
+    let (_, c, used) = circuits.get_mut(i)?;
+    *used = tick;
+    Some(c)
 }
 
 // Native only: proptest is a native dev-dependency, and `wasm-pack test`
@@ -1294,6 +1317,57 @@ mod tests {
     }
 
     proptest! {
+        /// At the cap a new key evicts the least recently used breaker with
+        /// no permit out, else the least recently used of all: the table
+        /// holds the keys a model of that rule holds, after every call. (The
+        /// eviction reads recency from a compact Vec and scans the circuits
+        /// only when the oldest is busy; this checks both ways against the rule.)
+        #[test]
+        fn the_cap_evicts_the_least_recently_used_idle_key(
+            cap in 1..4usize,
+            ops in prop::collection::vec((0..6usize, any::<bool>()), 1..80),
+        ) {
+            let mut b = Breakers::with_capacity_limit(cfg(), cap);
+            // key -> (last use, permits out), and the permits to give back
+            let mut model: Vec<(usize, u64, u32)> = Vec::new();
+            let mut out: Vec<(usize, Permit)> = Vec::new();
+            let mut tick = 0u64;
+            for (k, finish) in ops {
+                let key = format!("k{k}");
+                if finish && !out.is_empty() {
+                    let (k, p) = out.remove(0);
+                    b.record(&format!("k{k}"), p, Sample::Success, 0.0);
+                    tick += 1;
+                    if let Some(m) = model.iter_mut().find(|m| m.0 == k) {
+                        m.1 = tick;
+                        m.2 = m.2.saturating_sub(1);
+                    }
+                } else {
+                    if !model.iter().any(|m| m.0 == k) {
+                        if model.len() == cap {
+                            let victim = (0..model.len())
+                                .min_by_key(|&i| (model[i].2 > 0, model[i].1))
+                                .unwrap();
+                            model.remove(victim);
+                        }
+                        model.push((k, 0, 0));
+                    }
+                    let p = b.acquire(&key, 0.0, 0.5).unwrap();
+                    out.push((k, p));
+                    tick += 1;
+                    let m = model.iter_mut().find(|m| m.0 == k).unwrap();
+                    m.1 = tick;
+                    m.2 += 1;
+                }
+                let mut want: Vec<String> = model.iter().map(|m| format!("k{}", m.0)).collect();
+                want.sort();
+                let have: Vec<String> = b.snapshot(0.0).into_iter().map(|s| s.key).collect();
+                prop_assert_eq!(have, want);
+            }
+        }
+    }
+
+    proptest! {
         /// However results interleave with time, no more than
         /// halfOpenProbes probe permits are ever out at once, and no permit
         /// at all is granted while open. A call refused while half-open
@@ -1685,7 +1759,7 @@ mod tests {
                                         .and_then(|o| b.origins.current(o))
                                         .is_some_and(|r| r.id == run && r.correlated(n));
                                     let others = b.circuits.iter()
-                                        .filter(|(k, c)| *k != key && c.run.id == run && c.probes > 0)
+                                        .filter(|(k, c, _)| *k != key && c.run.id == run && c.probes > 0)
                                         .count();
                                     prop_assert!(!correlated || others == 0, "second probe in a run");
                                 }
