@@ -138,10 +138,17 @@ const FAMILIES: [[&str; 3]; 3] = [
     ],
 ];
 
+/// The fields whose absence means a response announces no quota: `read`
+/// returns None when none of them is present (the browser asks the host
+/// about all four in one call before reading any).
+pub fn announced_by() -> impl Iterator<Item = &'static str> {
+    std::iter::once("ratelimit").chain(FAMILIES.iter().map(|[remaining, ..]| *remaining))
+}
+
 /// The quota a response announces. `get` returns a field's value by its
 /// lowercase name (None when absent); it is asked for `ratelimit` and each
-/// spelling's `-remaining` first, and for the others only when those are
-/// present, so a response without rate-limit fields costs four lookups.
+/// spelling's `-remaining` first (the names [`announced_by`] gives), and for
+/// the others only when those are present.
 pub fn read(mut get: impl FnMut(&str) -> Option<String>, now_epoch_ms: f64) -> Option<Quota> {
     if let Some(v) = get("ratelimit") {
         if let Some(q) = structured(&v, Some(&mut get)) {
@@ -813,6 +820,28 @@ mod tests {
     }
 
     #[test]
+    fn each_announcing_field_alone_announces_a_quota() {
+        let names: Vec<&str> = announced_by().collect();
+        assert_eq!(
+            names,
+            [
+                "ratelimit",
+                "ratelimit-remaining",
+                "x-ratelimit-remaining",
+                "x-rate-limit-remaining"
+            ]
+        );
+        for name in names {
+            let value = if name == "ratelimit" { "day;r=7" } else { "7" };
+            assert_eq!(
+                quota(&[(name, value)]).map(|q| q.remaining),
+                Some(7),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn ietf_structured_fields() {
         assert_eq!(
             quota(&[
@@ -1316,6 +1345,27 @@ mod tests {
             if let Some(ms) = refusal_wait_ms(fields(&pairs, &asked), now) {
                 prop_assert!(ms.is_finite() && ms >= 0.0);
             }
+        }
+
+        /// The browser skips `read` when none of [`announced_by`] is present:
+        /// whatever else a response carries, `read` would say None then.
+        #[test]
+        fn no_announcing_field_no_quota(
+            present in prop::collection::vec((0..12usize, "[0-9a-z;=\", ]{0,30}"), 0..10),
+            now in 0.0..1e13f64,
+        ) {
+            const NAMES: [&str; 12] = [
+                "ratelimit", "ratelimit-policy", "ratelimit-remaining", "ratelimit-reset",
+                "ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-limit",
+                "x-rate-limit-remaining", "x-rate-limit-reset", "x-rate-limit-limit", "retry-after",
+            ];
+            let pairs: Vec<(&str, &str)> = present
+                .iter()
+                .filter_map(|(i, v)| NAMES.get(*i).map(|n| (*n, v.as_str())))
+                .filter(|(n, _)| !announced_by().any(|a| a == *n))
+                .collect();
+            let asked = std::cell::Cell::new(0);
+            prop_assert!(read(fields(&pairs, &asked), now).is_none());
         }
 
         #[test]

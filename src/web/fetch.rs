@@ -18,7 +18,7 @@ use super::errors::{CallError, ErrorKind};
 use super::events::Listeners;
 use super::hooks::flag;
 use super::host::{
-    assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, to_promise,
+    assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, realm, to_promise,
 };
 use super::runtime::{settle, Alarm, Apart, Either, Race, Settle, Stop};
 use super::transport::Transport;
@@ -65,6 +65,13 @@ extern "C" {
     fn read(this: &AnyReader) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = cancel)]
     fn cancel_read(this: &AnyReader) -> Result<JsValue, JsValue>;
+}
+
+#[wasm_bindgen(module = "/src/web/fetch.js")]
+extern "C" {
+    /// Whether `headers` has any of `names` (fetch.js; true when asking throws).
+    #[wasm_bindgen(js_name = hasAny)]
+    fn has_any(headers: &AnyHeaders, names: &js_sys::Array) -> bool;
 }
 
 /// The TypeError an attempt fails with when the host's fetch gave
@@ -550,7 +557,10 @@ fn fields(
             .and_then(|h| h.get_header(name).ok())
             .and_then(|v| v.as_string())
     };
-    let quota = if call.spec.cfg.rate_limit {
+    // Most responses announce no quota: one host call says so, instead of
+    // the four lookups `read` would make to find nothing.
+    let announced = |h: &AnyHeaders| has_any(h, &realm().announcing);
+    let quota = if call.spec.cfg.rate_limit && headers.as_ref().is_some_and(announced) {
         ratelimit::read(field, epoch_ms())
     } else {
         None

@@ -319,6 +319,9 @@ pub struct Realm {
     /// This realm's id: cross-tab messages carrying it are our own
     /// clients' and ignored (`crosstab.rs`).
     pub id: String,
+    /// The rate-limit fields a response announces a quota by, as JS
+    /// strings (`fetch.rs`, `policy::ratelimit::announced_by`).
+    pub announcing: js_sys::Array,
 }
 
 thread_local! {
@@ -329,6 +332,7 @@ thread_local! {
         location: global_object("location"),
         sent: js_sys::WeakSet::new(),
         id: uuid_v4(),
+        announcing: crate::policy::ratelimit::announced_by().map(JsValue::from_str).collect(),
     }));
 }
 
