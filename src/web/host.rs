@@ -33,26 +33,8 @@ extern "C" {
     #[wasm_bindgen(method, getter, catch, js_name = fetch)]
     fn fetch_fn(this: &Global) -> Result<JsValue, JsValue>;
 
-    /// `Reflect.apply`, bound to a fetch and its arguments: called with
-    /// whatever else (a `then` passes its value), it calls the fetch with
-    /// exactly those arguments, and never through the fetch's own `bind`.
-    #[wasm_bindgen(thread_local_v2, js_namespace = Reflect, js_name = apply)]
-    static APPLY: ApplyFn;
-    type ApplyFn;
-    #[wasm_bindgen(method, js_name = bind)]
-    fn bind_apply(
-        this: &ApplyFn,
-        to: &JsValue,
-        f: &JsValue,
-        this_arg: &JsValue,
-        args: &js_sys::Array,
-    ) -> js_sys::Function;
-
-    /// A promise whose `then` takes any function (js-sys's takes a Closure),
-    /// or a thenable of unknown make.
+    /// A thenable of unknown make.
     type Thenable;
-    #[wasm_bindgen(method, js_name = then)]
-    fn then_call(this: &Thenable, f: &JsValue) -> js_sys::Promise;
     #[wasm_bindgen(method, catch, js_name = then)]
     fn then_catch(this: &Thenable, ok: &JsValue, err: &JsValue) -> Result<JsValue, JsValue>;
 
@@ -123,13 +105,15 @@ pub fn fetch_later(
         Ok(_) => return js_sys::Promise::reject(&js_sys::TypeError::new("fetch is not available")),
         Err(e) => return js_sys::Promise::reject(&e),
     };
-    let args = if init.is_undefined() {
-        js_sys::Array::of1(input)
-    } else {
-        js_sys::Array::of2(input, init)
-    };
-    let bound = APPLY.with(|a| a.bind_apply(&JsValue::NULL, &f, &js_sys::global(), &args));
-    realm().resolved.then_call(&bound)
+    fetch_later_js(&f, input, init)
+}
+
+#[wasm_bindgen(module = "/src/web/host.js")]
+extern "C" {
+    /// `f(input, init)` one microtask from now (host.js: `Reflect.apply`
+    /// as the page first had it, never `f`'s own `call` or `bind`).
+    #[wasm_bindgen(js_name = fetchLater)]
+    fn fetch_later_js(f: &JsValue, input: &JsValue, init: &JsValue) -> js_sys::Promise;
 }
 
 /// A promise for any value (`Promise.resolve`): what a stand-in's method
@@ -305,11 +289,10 @@ fn global_object<T: JsCast>(name: &str) -> Option<T> {
 }
 
 /// What this realm makes once and keeps (never dropped: a realm's globals,
-/// a resolved promise, a do-nothing callback, its id), reached one way
+/// a do-nothing callback, its id), reached one way
 /// ([`realm`]): one lazy initialisation for all of them instead of one
 /// `thread_local!` each, with its own access code per use (bench/README.md).
 pub struct Realm {
-    resolved: Thenable,
     ignore: Closure<dyn FnMut(JsValue)>,
     navigator: Option<Navigator>,
     location: Option<Location>,
@@ -326,7 +309,6 @@ pub struct Realm {
 
 thread_local! {
     static REALM: &'static Realm = Box::leak(Box::new(Realm {
-        resolved: js_sys::Promise::resolve(&JsValue::UNDEFINED).unchecked_into(),
         ignore: Closure::new(|_: JsValue| {}),
         navigator: global_object("navigator"),
         location: global_object("location"),

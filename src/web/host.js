@@ -1,0 +1,18 @@
+// Host plumbing of src/web/host.rs (wasm-bindgen bundles this file with its
+// glue, as it does request.js).
+
+// As the page had them when this module was evaluated: a page (or a test)
+// that replaces `Reflect.apply` later does not change how fetch is called.
+const apply = Reflect.apply;
+const resolved = Promise.resolve();
+
+/**
+ * `f(input, init)` on the global object (`init` undefined: `f(input)` alone,
+ * as the caller gave it), one microtask from now (host.rs, `fetch_later`):
+ * Chromium spends ~150 µs on a fetch whose caller's stack holds wasm frames,
+ * and this runs on a clean one. Never through `f`'s own `call` or `bind`.
+ */
+export function fetchLater(f, input, init) {
+  const args = init === undefined ? [input] : [input, init];
+  return resolved.then(() => apply(f, globalThis, args));
+}
