@@ -35,7 +35,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
-use super::host::{epoch_ms, realm};
+use super::host::{epoch_ms, global, realm};
 use crate::policy::credentials::Credentials;
 use crate::text::cat;
 
@@ -87,7 +87,7 @@ impl CrossTab {
     /// BroadcastChannel. Each valid message from another realm goes to
     /// `on_peer` (the engine's, which this module never reaches into).
     pub fn new(prefix: &str, on_peer: impl Fn(Peer) + 'static) -> Option<CrossTab> {
-        let ctor: Function = get(&js_sys::global(), "BroadcastChannel")
+        let ctor: Function = get(&global(), "BroadcastChannel")
             .ok()
             .filter(JsValue::is_function)?
             .unchecked_into();
@@ -174,7 +174,7 @@ impl CrossTab {
     /// The right to send the one half-open probe for `key` across tabs;
     /// None when another tab holds it. Released when dropped.
     pub async fn probe_lock(&self, key: &str) -> Option<ProbeLock> {
-        let locks = get(&js_sys::global(), "navigator")
+        let locks = get(&global(), "navigator")
             .and_then(|n| get(&n, "locks"))
             .ok()
             .filter(JsValue::is_object);
@@ -370,7 +370,7 @@ fn on_lock(ticket: u32, lock: JsValue) -> JsValue {
 /// forged entry, or one written before the wall clock stepped back) would
 /// keep the breaker half-open forever, so it is overwritten.
 fn lease(name: &str) -> Option<ProbeLock> {
-    let storage = get(&js_sys::global(), "localStorage")
+    let storage = get(&global(), "localStorage")
         .ok()
         .filter(JsValue::is_object);
     let Some(storage) = storage else {

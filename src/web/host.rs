@@ -85,7 +85,7 @@ pub fn either_signal(a: &web_sys::AbortSignal, b: &web_sys::AbortSignal) -> web_
 /// The host's current global `fetch` (a page, a worker and Node 20 all have
 /// one; a test may have replaced it, or made it a getter that throws).
 pub fn current_fetch() -> Result<JsValue, JsValue> {
-    js_sys::global().unchecked_ref::<Global>().fetch_fn()
+    global().unchecked_ref::<Global>().fetch_fn()
 }
 
 /// `f(input, init)` called on the global object (`init` undefined: `f(input)`
@@ -270,9 +270,22 @@ pub fn is_offline() -> bool {
         .is_some_and(|n| n.on_line().ok().and_then(|v| v.as_bool()) == Some(false))
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// `globalThis`, which every host stormguard supports has (js-sys's
+    /// `global()` also tries `self`, `window` and `global`: four imports).
+    #[wasm_bindgen(thread_local_v2, js_name = globalThis)]
+    static GLOBAL_THIS: js_sys::Object;
+}
+
+/// The global object.
+pub fn global() -> js_sys::Object {
+    GLOBAL_THIS.with(js_sys::Object::clone)
+}
+
 /// The global object as an event target (window or worker scope), where it is one.
 pub fn global_target() -> Option<web_sys::EventTarget> {
-    let g = js_sys::global();
+    let g = global();
     js_sys::Reflect::get(&g, &JsValue::from_str("addEventListener"))
         .ok()
         .filter(JsValue::is_function)
@@ -282,7 +295,7 @@ pub fn global_target() -> Option<web_sys::EventTarget> {
 /// A global object looked up once (`navigator`, `location`: each realm has
 /// its own for good), if the host has it.
 fn global_object<T: JsCast>(name: &str) -> Option<T> {
-    js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str(name))
+    js_sys::Reflect::get(&global(), &JsValue::from_str(name))
         .ok()
         .filter(JsValue::is_object)
         .map(JsCast::unchecked_into)

@@ -30,7 +30,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::{get, Obj};
-use super::host::{epoch_ms, json_parse};
+use super::host::{epoch_ms, global, json_parse};
 use crate::policy::key;
 use crate::policy::options::StorageConfig;
 use crate::text::cat;
@@ -132,7 +132,7 @@ impl Store {
         if !self.local {
             return Slot::Memory;
         }
-        match get(&js_sys::global(), "localStorage") {
+        match get(&global(), "localStorage") {
             Ok(s) if s.is_object() => Slot::Local(s.unchecked_into()),
             Ok(_) => Slot::Memory,
             Err(e) => {
