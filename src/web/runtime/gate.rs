@@ -6,9 +6,10 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use gloo_timers::callback::Timeout;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
-use crate::web::host::{now_ms, timer_fired};
+use crate::web::host::{clear_timeout, now_ms, set_timeout, timer_fired};
 
 /// Why a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +85,7 @@ impl Gate {
                 let g = self.clone();
                 let ms = clamp_ms(ms);
                 let set_at = now_ms();
-                Timeout::new(ms, move || {
+                HostTimer::new(ms, move || {
                     timer_fired(set_at, set_at + f64::from(ms));
                     g.open(Wake::Timer)
                 })
@@ -120,8 +121,37 @@ impl Future for GateFuture {
 /// it clears the timer, so a dropped wait never opens its gate.
 #[must_use = "dropping a timed wait clears its timer"]
 pub struct Timed {
-    _timer: Option<Timeout>,
+    _timer: Option<HostTimer>,
     wait: GateFuture,
+}
+
+/// A host `setTimeout` of its own, cleared when dropped. (What gloo-timers'
+/// `Timeout` did, on the `setTimeout`/`clearTimeout` bindings the alarms
+/// use: one pair of imports instead of two.)
+struct HostTimer {
+    id: JsValue,
+    _callback: Closure<dyn FnMut()>,
+}
+
+impl HostTimer {
+    fn new(ms: u32, f: impl FnOnce() + 'static) -> HostTimer {
+        let mut f = Some(f);
+        let callback = Closure::<dyn FnMut()>::new(move || {
+            if let Some(f) = f.take() {
+                f();
+            }
+        });
+        HostTimer {
+            id: set_timeout(callback.as_ref().unchecked_ref(), ms),
+            _callback: callback,
+        }
+    }
+}
+
+impl Drop for HostTimer {
+    fn drop(&mut self) {
+        clear_timeout(&self.id);
+    }
 }
 
 impl Future for Timed {
