@@ -57,3 +57,15 @@ export function encodeBody(body, headers) {
   if (!headers.has('content-type')) headers.set('content-type', 'application/json');
   return body;
 }
+
+/**
+ * A Headers' fields as text (request.rs), in its order (sorted, lower-case
+ * names): with `values`, `\nname:value` for each (a dedupe key's tail),
+ * else `name\n` for each (the names a call gave itself). One call instead
+ * of an iterator stepped from wasm, a host call or more per field.
+ */
+export function headerLines(headers, values) {
+  let out = '';
+  for (const [name, value] of headers) out += values ? `\n${name}:${value}` : `${name}\n`;
+  return out;
+}

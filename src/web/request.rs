@@ -11,7 +11,6 @@
 
 use std::rc::Rc;
 
-use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
@@ -486,14 +485,8 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
         " ",
         sent,
     ]);
-    if let Some(Ok(Some(entries))) = headers.map(|h| js_sys::try_iter(&h)) {
-        for pair in entries.flatten() {
-            let pair: Array = pair.unchecked_into();
-            key.push('\n');
-            key.push_str(&pair.get(0).as_string().unwrap_or_default());
-            key.push(':');
-            key.push_str(&pair.get(1).as_string().unwrap_or_default());
-        }
+    if let Some(h) = headers {
+        key.push_str(&header_lines(&h, true));
     }
     key
 }
@@ -522,15 +515,7 @@ fn static_headers(r: &Reader) -> Result<Vec<(String, Option<String>)>> {
 
 /// The (lower-case) names a `Headers` holds, one per line.
 fn header_names(headers: &Headers) -> String {
-    let mut names = String::new();
-    if let Ok(Some(entries)) = js_sys::try_iter(headers) {
-        for pair in entries.flatten() {
-            let name = pair.unchecked_into::<Array>().get(0).as_string();
-            names.push_str(&name.unwrap_or_default());
-            names.push('\n');
-        }
-    }
-    names
+    header_lines(headers, false)
 }
 
 fn check_headers(headers: &[(String, Option<String>)], option: &str) -> Result<()> {
@@ -553,6 +538,10 @@ extern "C" {
     /// The body as sent (request.js); throws 1 or 2 for what is wrong.
     #[wasm_bindgen(js_name = encodeBody, catch)]
     fn encode_body_js(body: &JsValue, headers: &Headers) -> std::result::Result<JsValue, JsValue>;
+    /// A `Headers`' fields as text (request.js): `\nname:value` each with
+    /// `values`, else `name\n` each.
+    #[wasm_bindgen(js_name = headerLines)]
+    fn header_lines(headers: &Headers, values: bool) -> String;
 }
 
 /// Sets each name of `query` on the URL, replacing any value the URL

@@ -214,6 +214,31 @@ test('an ordinary call throws no JS exception on its way (each one costs a call 
   }
 });
 
+test('dedupe identity holds the call\'s headers: names and values, not their order or case', async () => {
+  const realFetch = globalThis.fetch;
+  let sent = 0;
+  globalThis.fetch = async () => {
+    sent++;
+    await new Promise((r) => setTimeout(r, 20));
+    return new Response('{"ok":true}', { status: 200, headers: { 'content-type': 'application/json' } });
+  };
+  try {
+    const client = await createClient({});
+    const twice = async (a, b) => {
+      sent = 0;
+      await Promise.all([client.request('http://127.0.0.1:9/d', { headers: a }), client.request('http://127.0.0.1:9/d', { headers: b })]);
+      return sent;
+    };
+    assert.equal(await twice({ 'x-a': '1', 'x-b': '2' }, { 'X-B': '2', 'x-a': '1' }), 1, 'same fields, other order and case: joined');
+    assert.equal(await twice({ 'x-a': '1' }, { 'x-a': '2' }), 2, 'another value: its own request');
+    assert.equal(await twice({ 'x-a': '1' }, { 'x-a': '1', 'x-c': '' }), 2, 'one more field, even empty: its own request');
+    assert.equal(await twice(undefined, {}), 1, 'no headers and an empty record: joined');
+    client.close();
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});
+
 test('request building: keys, record shapes, fragments, method case, option names', async () => {
   const { OptionsError } = await import('../../pkg/node.js');
   const client = await createClient({ retry: { baseDelayMs: 5 }, headers: new Headers({ 'x-client': 'c' }) });
