@@ -19,6 +19,7 @@ use super::events::Listeners;
 use super::hooks::flag;
 use super::host::{
     assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, realm, to_promise,
+    Class,
 };
 use super::runtime::{settle, Alarm, Apart, Either, Race, Settle, Stop};
 use super::transport::Transport;
@@ -502,7 +503,7 @@ async fn read_ok(resp: AnyResponse, rt: Option<ResponseType>) -> Result<AttemptE
     let body = settle_any(read).await?;
     let value = match rt {
         Some(ResponseType::Bytes) => {
-            if !instance_of::<js_sys::ArrayBuffer>(&body) {
+            if !instance_of(&body, Class::ArrayBuffer) {
                 return Err(not_a_response("arrayBuffer() gave no ArrayBuffer"));
             }
             js_sys::Uint8Array::new(&body).into()

@@ -18,7 +18,7 @@ use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
 use super::convert::{get, Obj};
-use super::host::{instance_of, new_request};
+use super::host::{instance_of, new_request, Class};
 use super::options::Reader;
 use crate::policy::options::OptionsError;
 use crate::text::cat;
@@ -229,5 +229,5 @@ impl InitView {
 /// A signal that can be listened to. A Proxy of one passes `instanceof` but
 /// throws on every read: the constructor refuses it.
 fn is_signal(v: &JsValue) -> bool {
-    instance_of::<AbortSignal>(v) && get(v, "aborted").is_ok_and(|a| a.as_bool().is_some())
+    instance_of(v, Class::AbortSignal) && get(v, "aborted").is_ok_and(|a| a.as_bool().is_some())
 }

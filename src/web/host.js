@@ -16,3 +16,18 @@ export function fetchLater(f, input, init) {
   const args = init === undefined ? [input] : [input, init];
   return resolved.then(() => apply(f, globalThis, args));
 }
+
+const CLASSES = ['Request', 'URL', 'AbortSignal', 'ReadableStream', 'ArrayBuffer'];
+
+/**
+ * `v instanceof` the global class numbered `c` (host.rs, `Class`), looked
+ * up as it is now; false instead of a throw (a Proxy whose getPrototypeOf
+ * trap throws, a host without that class).
+ */
+export function isA(v, c) {
+  try {
+    return v instanceof globalThis[CLASSES[c]];
+  } catch {
+    return false;
+  }
+}

@@ -51,9 +51,6 @@ extern "C" {
     #[wasm_bindgen(js_namespace = Object, js_name = entries, catch)]
     pub fn entries(o: &JsValue) -> Result<js_sys::Array, JsValue>;
 
-    #[wasm_bindgen(js_namespace = Object, js_name = getPrototypeOf, catch)]
-    pub fn prototype_of(o: &JsValue) -> Result<JsValue, JsValue>;
-
     #[wasm_bindgen(js_namespace = Object, js_name = assign, catch)]
     pub fn assign(target: &JsValue, source: &JsValue) -> Result<JsValue, JsValue>;
 
@@ -253,10 +250,26 @@ pub fn uuid_v4() -> String {
     s
 }
 
-/// `v instanceof T`, false instead of a throw when `v` is a Proxy whose
-/// `getPrototypeOf` trap throws.
-pub fn instance_of<T: wasm_bindgen::JsCast>(v: &JsValue) -> bool {
-    v.is_object() && prototype_of(v).is_ok() && v.is_instance_of::<T>()
+/// The host classes [`instance_of`] tells apart (host.js numbers them alike).
+#[derive(Clone, Copy)]
+pub enum Class {
+    Request = 0,
+    Url = 1,
+    AbortSignal = 2,
+    ReadableStream = 3,
+    ArrayBuffer = 4,
+}
+
+#[wasm_bindgen(module = "/src/web/host.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = isA)]
+    fn is_a(v: &JsValue, class: u32) -> bool;
+}
+
+/// `v instanceof` the host's `class` as it is now; false instead of a throw
+/// (a Proxy whose `getPrototypeOf` trap throws, a host without the class).
+pub fn instance_of(v: &JsValue, class: Class) -> bool {
+    is_a(v, class as u32)
 }
 
 /// `navigator.onLine === false`: the host knows it has no network. A host

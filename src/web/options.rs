@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::convert::get;
-use super::host::{array_from, entries, instance_of};
+use super::host::{array_from, entries, instance_of, Class};
 use crate::policy::call_options::{RawIdemKey, Scalar};
 use crate::policy::option_table::{dotted as join, Given, Kind, Opt};
 use crate::policy::options::{OptionsError, CALL, CLIENT};
@@ -200,7 +200,7 @@ pub fn read_signal(r: &Reader) -> Result<Option<web_sys::AbortSignal>, OptionsEr
         // A Proxy of a signal passes `instanceof` but throws on every read:
         // it must read as a signal, or it could never be listened to.
         Some(v)
-            if instance_of::<web_sys::AbortSignal>(&v)
+            if instance_of(&v, Class::AbortSignal)
                 && get(&v, "aborted").is_ok_and(|a| a.as_bool().is_some()) =>
         {
             Ok(Some(v.unchecked_into()))

@@ -18,7 +18,7 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 use super::call::{Call, Mode, ResponseType, Target};
 use super::engine::Engine;
 use super::fetch_init::{Fields, InitView};
-use super::host::{instance_of, location_href, new_request, parse_url, uuid_v4};
+use super::host::{instance_of, location_href, new_request, parse_url, uuid_v4, Class};
 use super::layer::Layer;
 use super::options::{read_call, read_idempotency_key, read_signal, Reader};
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
@@ -215,7 +215,7 @@ impl Builder {
         }
         let r = Reader::new(init, "init")?;
         let mut common = self.common(&r)?;
-        let is_request = instance_of::<Request>(input);
+        let is_request = instance_of(input, Class::Request);
         let defaults = if is_request {
             Fields::default()
         } else {
@@ -269,7 +269,7 @@ impl Builder {
     /// Resolves `input` (string or URL) against baseUrl or the page
     /// (`endpoint` then refuses userinfo).
     fn resolve_url(&self, input: &JsValue) -> Result<Url> {
-        if !(input.is_string() || instance_of::<Url>(input)) {
+        if !(input.is_string() || instance_of(input, Class::Url)) {
             return Err(OptionsError::new("url", "must be a string or a URL"));
         }
         let base = match &self.base_url {
@@ -429,7 +429,7 @@ fn keepalive(request: &Request) -> bool {
 }
 
 fn is_stream(v: &JsValue) -> bool {
-    instance_of::<web_sys::ReadableStream>(v)
+    instance_of(v, Class::ReadableStream)
 }
 
 /// The URL's href and its endpoint (origin and path: what the default
