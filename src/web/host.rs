@@ -111,6 +111,9 @@ extern "C" {
     /// as the page first had it, never `f`'s own `call` or `bind`).
     #[wasm_bindgen(js_name = fetchLater)]
     fn fetch_later_js(f: &JsValue, input: &JsValue, init: &JsValue) -> js_sys::Promise;
+    /// `v instanceof` the global class numbered `class` (host.js).
+    #[wasm_bindgen(js_name = isA)]
+    fn is_a(v: &JsValue, class: u32) -> bool;
 }
 
 /// A promise for any value (`Promise.resolve`): what a stand-in's method
@@ -258,12 +261,6 @@ pub enum Class {
     AbortSignal = 2,
     ReadableStream = 3,
     ArrayBuffer = 4,
-}
-
-#[wasm_bindgen(module = "/src/web/host.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = isA)]
-    fn is_a(v: &JsValue, class: u32) -> bool;
 }
 
 /// `v instanceof` the host's `class` as it is now; false instead of a throw
