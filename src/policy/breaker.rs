@@ -1320,8 +1320,9 @@ mod tests {
         /// At the cap a new key evicts the least recently used breaker with
         /// no permit out, else the least recently used of all: the table
         /// holds the keys a model of that rule holds, after every call. (The
-        /// eviction reads recency from a compact Vec and scans the circuits
-        /// only when the oldest is busy; this checks both ways against the rule.)
+        /// eviction's one pass reads a circuit's permits only when its tick
+        /// is older than the oldest idle one so far; this checks it against
+        /// the rule.)
         #[test]
         fn the_cap_evicts_the_least_recently_used_idle_key(
             cap in 1..4usize,

@@ -8,6 +8,11 @@ use crate::policy::clock::Clock;
 
 #[wasm_bindgen]
 extern "C" {
+    /// `globalThis`, which every host stormguard supports has (js-sys's
+    /// `global()` also tries `self`, `window` and `global`: four imports).
+    #[wasm_bindgen(thread_local_v2, js_name = globalThis)]
+    static GLOBAL_THIS: js_sys::Object;
+
     /// The host's `navigator`, for its `onLine` flag.
     type Navigator;
     #[wasm_bindgen(method, getter, catch, js_name = onLine)]
@@ -278,14 +283,6 @@ pub fn is_offline() -> bool {
         .navigator
         .as_ref()
         .is_some_and(|n| n.on_line().ok().and_then(|v| v.as_bool()) == Some(false))
-}
-
-#[wasm_bindgen]
-extern "C" {
-    /// `globalThis`, which every host stormguard supports has (js-sys's
-    /// `global()` also tries `self`, `window` and `global`: four imports).
-    #[wasm_bindgen(thread_local_v2, js_name = globalThis)]
-    static GLOBAL_THIS: js_sys::Object;
 }
 
 /// The global object.

@@ -243,7 +243,8 @@ impl Builder {
             .map_err(|_| OptionsError::new("url", "is not a valid URL"))?;
         let url = endpoint(&url)?;
         let headers = request.headers();
-        common.own = header_names(&headers);
+        // The (lower-case) names the call gave itself, one per line.
+        common.own = header_lines(&headers, false);
         for (k, v) in &self.headers {
             if let (Some(v), false) = (v, headers.has(k).unwrap_or(true)) {
                 let _ = headers.set(k, v);
@@ -511,11 +512,6 @@ fn static_headers(r: &Reader) -> Result<Vec<(String, Option<String>)>> {
     let headers = r.string_record("headers")?;
     check_headers(&headers, "headers")?;
     Ok(headers)
-}
-
-/// The (lower-case) names a `Headers` holds, one per line.
-fn header_names(headers: &Headers) -> String {
-    header_lines(headers, false)
 }
 
 fn check_headers(headers: &[(String, Option<String>)], option: &str) -> Result<()> {

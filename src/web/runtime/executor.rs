@@ -142,17 +142,6 @@ fn settled(id: u32, fulfilled: bool, value: JsValue) {
 impl Future for Settle {
     type Output = Result<JsValue, JsValue>;
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let waker = cx.waker();
-        // One of our tasks goes on in the reaction job (`AT_ONCE`); another
-        // executor's (a test's) is woken by its own rules.
-        let waker = if std::ptr::eq(waker.vtable(), &QUEUED) {
-            // SAFETY: a waker with our vtable holds an `Rc<Task>` (see
-            // `raw_waker`); it is borrowed here, and the clone owns its count.
-            let task = unsafe { borrowed(waker.data()) };
-            unsafe { Waker::from_raw(raw_waker(Rc::clone(&*task), &AT_ONCE)) }
-        } else {
-            waker.clone()
-        };
         let id = self.id;
         // A waker replaced is dropped after the list is released.
         let (poll, _replaced) = WATCHED.with(|w| {
@@ -162,7 +151,7 @@ impl Future for Settle {
                 return (Poll::Pending, None);
             };
             match w.get_mut(i) {
-                Some((_, Watched::Waiting(slot))) => (Poll::Pending, slot.replace(waker)),
+                Some((_, Watched::Waiting(slot))) => (Poll::Pending, slot.replace(waker_for(cx))),
                 _ => match w.remove(i).1 {
                     Watched::Done(outcome) => (Poll::Ready(outcome), None),
                     Watched::Waiting(_) => (Poll::Pending, None),
@@ -171,6 +160,20 @@ impl Future for Settle {
         });
         poll
     }
+}
+
+/// The waker a `Settle` keeps: one of our tasks goes on in the promise's
+/// reaction job (`AT_ONCE`); another executor's (a test's) is woken by its
+/// own rules.
+fn waker_for(cx: &Context<'_>) -> Waker {
+    let waker = cx.waker();
+    if !std::ptr::eq(waker.vtable(), &QUEUED) {
+        return waker.clone();
+    }
+    // SAFETY: a waker with our vtable holds an `Rc<Task>` (see
+    // `raw_waker`); it is borrowed here, and the clone owns its count.
+    let task = unsafe { borrowed(waker.data()) };
+    unsafe { Waker::from_raw(raw_waker(Rc::clone(&*task), &AT_ONCE)) }
 }
 
 impl Drop for Settle {

@@ -9,6 +9,7 @@ use std::task::{Context, Poll, Waker};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::listen::once;
 use crate::web::host::{clear_timeout, now_ms, set_timeout, timer_fired};
 
 /// Why a wait ended.
@@ -135,12 +136,7 @@ struct HostTimer {
 
 impl HostTimer {
     fn new(ms: u32, f: impl FnOnce() + 'static) -> HostTimer {
-        let mut f = Some(f);
-        let callback = Closure::<dyn FnMut()>::new(move || {
-            if let Some(f) = f.take() {
-                f();
-            }
-        });
+        let callback = once(f);
         HostTimer {
             id: set_timeout(callback.as_ref().unchecked_ref(), ms),
             _callback: callback,

@@ -23,12 +23,7 @@ impl EventLink {
         event: &'static str,
         f: impl FnOnce() + 'static,
     ) -> EventLink {
-        let mut once = Some(f);
-        let closure = Closure::<dyn FnMut()>::new(move || {
-            if let Some(f) = once.take() {
-                f();
-            }
-        });
+        let closure = once(f);
         let _ = target.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
         EventLink {
             target: target.clone(),
@@ -36,6 +31,17 @@ impl EventLink {
             closure,
         }
     }
+}
+
+/// A host callback that runs `f` the first time it is called and does
+/// nothing after (an event listener, a timer).
+pub(super) fn once(f: impl FnOnce() + 'static) -> Closure<dyn FnMut()> {
+    let mut f = Some(f);
+    Closure::new(move || {
+        if let Some(f) = f.take() {
+            f();
+        }
+    })
 }
 
 impl Drop for EventLink {
