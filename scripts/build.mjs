@@ -204,7 +204,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // Headers' fields read as one string from request.js instead of js-sys's iterator: -586, 95,066.
 // instanceof checks through one host.js function instead of five generic copies: -106, 94,960.
 // Review clean-up (one call-once closure, the Settle waker made only when kept): -24, 94,936.
-const SIZE_BUDGET_BYTES = 94_936;
+// LLVM's inliner at threshold 15 instead of off (.cargo/config.toml; the call's CPU 1-11 µs
+// lower in Chromium): -371, 94,565.
+const SIZE_BUDGET_BYTES = 94_565;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

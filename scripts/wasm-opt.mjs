@@ -3,9 +3,10 @@
 // same ones (plus -g to keep names) so its function sizes are those that ship.
 //
 // Measured on the shipped gzip size (issue 19):
-// - --one-caller-inline-max-function-size=0: with LLVM's inliner off
-//   (.cargo/config.toml) a function with one caller is better left a function:
-//   the inlined copies compress worse (-2.9 KB gzip on top of it).
+// - --one-caller-inline-max-function-size=0: with LLVM's inliner off or at a
+//   small threshold (.cargo/config.toml) a function with one caller is better
+//   left a function: the inlined copies compress worse (-2.9 KB gzip on top of
+//   it; -3.4 KB at threshold 15, issue 28).
 // - --low-memory-unused: the module never uses addresses below 1 KiB (rustc
 //   puts the stack first), so loads and stores fold constant offsets
 //   (-0.13 KB gzip on top of the flag above; -0.55 KB without it).
