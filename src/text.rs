@@ -71,6 +71,35 @@ pub fn split_http_href(href: &str) -> Option<HttpHref<'_>> {
     })
 }
 
+/// Whether `input`, resolved against an http(s) base, is the base's origin
+/// followed by `input` exactly as written: a path-absolute reference (`/`
+/// not followed by `/` or `\\`) made only of characters the URL parser
+/// keeps as they are in a path, a query and a fragment, with nothing in its
+/// path that could be a dot segment (`/.`, or `%2e` in any case) for the
+/// parser to remove. Anything else (spaces, quotes, non-ASCII, tabs, a
+/// backslash) is the parser's to resolve.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub fn path_absolute_as_written(input: &str) -> bool {
+    let bytes = input.as_bytes();
+    if bytes.first() != Some(&b'/') || matches!(bytes.get(1), Some(b'/' | b'\\')) {
+        return false;
+    }
+    let mut in_path = true;
+    let mut last = [0u8; 2];
+    for &b in bytes {
+        if !(b.is_ascii_alphanumeric() || b"-._~!$&()*+,;=:@/?#%".contains(&b)) {
+            return false;
+        }
+        in_path &= b != b'?' && b != b'#';
+        let dot = (last[1] == b'/' && b == b'.') || (last == *b"%2" && b | 0x20 == b'e');
+        if in_path && dot {
+            return false;
+        }
+        last = [last[1], b];
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +108,51 @@ mod tests {
     fn decimal_matches_display() {
         for n in [0, 1, 9, 10, 99, 100, 2_147_483_647, u64::MAX] {
             assert_eq!(decimal(n), n.to_string());
+        }
+    }
+
+    #[test]
+    fn path_absolute_references_written_as_the_parser_writes_them() {
+        for kept in [
+            "/",
+            "/echo",
+            "/v1/items?x=1&y=a+b#top",
+            "/a%20b/c?q=%zz",
+            "/a:b@c;d=e,f!$*()~_-/?/?x#y#z",
+            "/?",
+            "/#",
+            "/a.b/c.json",
+            "/x?p=/./../",
+        ] {
+            assert!(path_absolute_as_written(kept), "{kept}");
+        }
+        for parsed in [
+            "",
+            "echo",
+            "./echo",
+            "//host/x",
+            "/\\host/x",
+            "/a/./b",
+            "/a/../b",
+            "/a/..",
+            "/.well-known/x",
+            "/a/%2e%2e/b",
+            "/a/%2E/b",
+            "/a b",
+            "/a\tb",
+            "/a\\b",
+            "/a\"b",
+            "/a'b",
+            "/a<b>",
+            "/a^b",
+            "/a{b}",
+            "/a|b",
+            "/a`b",
+            "/é",
+            "http://host/x",
+            " /x",
+        ] {
+            assert!(!path_absolute_as_written(parsed), "{parsed}");
         }
     }
 

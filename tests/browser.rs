@@ -1742,6 +1742,115 @@ async fn fetch_body_follows_the_callers_signal_after_resolving() {
     );
 }
 
+/// Every URL a call resolves is the one the host's parser writes, whether
+/// the engine writes it itself (a path-absolute URL of plain characters:
+/// the client's origin and the path, no `new URL` per call) or asks the
+/// host: fixed cases at the edges of that rule and 600 pseudo-random
+/// strings of an alphabet of characters the parser keeps, encodes, strips
+/// or reads as dot segments, against the page and against a `baseUrl`.
+#[wasm_bindgen_test]
+async fn urls_resolve_as_the_hosts_parser_resolves_them() {
+    let global = js_sys::global();
+    let key = JsValue::from_str("fetch");
+    let real = Reflect::get(&global, &key).unwrap();
+    let stand_in = js_sys::Function::new_with_args(
+        "input",
+        "(globalThis.__sent ??= []).push(typeof input === 'string' ? input : input.url); \
+         return Promise.resolve(new Response('{}', { headers: { 'content-type': 'application/json' } }));",
+    );
+    let mut cases: Vec<String> = [
+        "/",
+        "/echo",
+        "/a/b?x=1&y=a+b#top",
+        "/a%20b?q=%zz",
+        "/?",
+        "/#",
+        "/a.b/c.json",
+        "/x?p=/./../",
+        "/a/./b",
+        "/a/../b",
+        "/a/..",
+        "/.well-known/x",
+        "/a/%2e%2E/b",
+        "/a b",
+        "/a\tb",
+        "/a\\b",
+        "/\\host/x",
+        "//host/x",
+        "/a\"b'c",
+        "/a<b>^{|}`",
+        "/é?é#é",
+        " /x",
+        "/x ",
+        "x/y",
+        "../up",
+        "?q",
+        "#f",
+        "http://127.0.0.1:9/p?q#f",
+        "HTTP://127.0.0.1:9/P",
+        "https://[::1]:443/./x",
+        "data:,hi",
+    ]
+    .iter()
+    .map(|c| (*c).to_owned())
+    .collect();
+    let alphabet: Vec<char> = "/aZ09-._~!$&()*+,;=:@?#%2eE \t\"'<>\\^{}|`é\u{1}"
+        .chars()
+        .collect();
+    let mut seed: u32 = 0x5eed;
+    let mut next = |n: usize| {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        (seed >> 16) as usize % n
+    };
+    for _ in 0..600 {
+        let len = 1 + next(12);
+        let mut s = String::from(if next(5) == 0 { "" } else { "/" });
+        for _ in 0..len {
+            s.push(alphabet[next(alphabet.len())]);
+        }
+        cases.push(s);
+    }
+    let location = Reflect::get(&global, &"location".into()).unwrap();
+    let page = get(&location, "href").as_string().unwrap();
+    let base = format!("{}/v1/", fault());
+    Reflect::set(&global, &key, &stand_in).unwrap();
+    for base_url in [None, Some(&base)] {
+        let against = base_url.unwrap_or(&page);
+        let client = Client::new(obj(&format!(
+            r#"{{"retry": false, "breaker": false, "budget": false, "dedupe": false, "crossTab": false{}}}"#,
+            base_url.map_or(String::new(), |b| format!(r#", "baseUrl": "{b}""#))
+        )))
+        .unwrap();
+        for case in &cases {
+            // (A URL with user info is the call's to refuse, not to send.)
+            let expected = web_sys::Url::new_with_base(case, against)
+                .ok()
+                .filter(|u| u.username().is_empty() && u.password().is_empty())
+                .map(|u| u.href())
+                .ok_or(());
+            Reflect::set(&global, &"__sent".into(), &js_sys::Array::new()).unwrap();
+            let got = request(&client, case, "{}").await;
+            let sent: js_sys::Array = Reflect::get(&global, &"__sent".into())
+                .unwrap()
+                .unchecked_into();
+            match (expected, got) {
+                (Ok(href), Ok(_)) => assert_eq!(
+                    sent.get(0).as_string().as_deref(),
+                    Some(href.as_str()),
+                    "{case:?} against {against}"
+                ),
+                (Err(_), Err(e)) => {
+                    assert_eq!(name(&e), "OptionsError", "{case:?} against {against}")
+                }
+                (expected, got) => panic!(
+                    "{case:?} against {against}: the parser gives {expected:?}, the call {got:?}"
+                ),
+            }
+        }
+    }
+    Reflect::set(&global, &key, &real).unwrap();
+}
+
 #[wasm_bindgen_test]
 async fn a_rejected_url_fires_no_event_and_sends_nothing() {
     let client = Client::new(JsValue::UNDEFINED).unwrap();

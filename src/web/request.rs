@@ -25,7 +25,7 @@ use crate::policy::call_options::{self, header_idempotency_key, query_value, Ide
 use crate::policy::guard::Spec;
 use crate::policy::key;
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
-use crate::text::{cat, decimal, split_http_href};
+use crate::text::{cat, decimal, path_absolute_as_written, split_http_href};
 
 type Result<T> = std::result::Result<T, OptionsError>;
 
@@ -50,6 +50,11 @@ impl From<OptionsError> for Refused {
 pub struct Builder {
     /// `baseUrl` as a JS string, passed to `new URL` as it is.
     base_url: Option<JsValue>,
+    /// The origin of `baseUrl`, else of the page, when it is http(s): a
+    /// path-absolute URL of plain characters is this and itself
+    /// ([`path_absolute_as_written`]), without a `new URL` per call. (A
+    /// page's origin does not change while the client lives.)
+    origin: Option<String>,
     /// Its `headers` (an undefined value, `None`, is sent as none).
     headers: Vec<(String, Option<String>)>,
     /// The client's FetchInit defaults.
@@ -117,8 +122,14 @@ impl Builder {
         };
         let somewhere = somewhere.as_string();
         defaults.check(somewhere.as_deref().unwrap_or("http://localhost/"), "GET")?;
+        let origin = somewhere
+            .as_deref()
+            .and_then(split_http_href)
+            .filter(|h| !h.credentials)
+            .map(|h| h.origin.to_owned());
         Ok(Builder {
             base_url,
+            origin,
             headers,
             defaults,
             tag: uuid_v4().chars().take(8).collect(),
@@ -141,9 +152,15 @@ impl Builder {
         let fields = Fields::read(&r)?.over(&self.defaults);
         let method = call_options::method(r.string("method")?.as_deref())?;
         let response_type = ResponseType::parse(r.string("responseType")?.as_deref())?;
-        let url = self.resolve_url(url)?;
-        if let Some(q) = r.value("query")? {
+        let (mut href, mut parsed) = self.resolve_url(url)?;
+        if let Some(q) = r.value("query")?.filter(|q| !q.is_null()) {
+            let url = match parsed {
+                Some(url) => url,
+                None => parse_href(&href)?,
+            };
             set_query(&url, &q)?;
+            href = url.href();
+            parsed = Some(url);
         }
         let call_headers = r.string_record("headers")?;
         for (k, _) in &call_headers {
@@ -159,7 +176,7 @@ impl Builder {
         } else {
             None
         };
-        let url = endpoint(&url)?;
+        let url = endpoint(href, parsed)?;
         fields.check(&url.0, &method)?;
         let target = target(&url.0, &method, headers, body, &fields)?;
         let mut call = self.call(
@@ -239,9 +256,7 @@ impl Builder {
             None if is_request => Some(input.unchecked_ref::<Request>().signal()),
             None => None,
         };
-        let url = parse_url(&request.url().into(), &JsValue::UNDEFINED)
-            .map_err(|_| OptionsError::new("url", "is not a valid URL"))?;
-        let url = endpoint(&url)?;
+        let url = endpoint(request.url(), None)?;
         let headers = request.headers();
         // The (lower-case) names the call gave itself, one per line.
         common.own = header_lines(&headers, false);
@@ -268,16 +283,26 @@ impl Builder {
     }
 
     /// Resolves `input` (string or URL) against baseUrl or the page
-    /// (`endpoint` then refuses userinfo).
-    fn resolve_url(&self, input: &JsValue) -> Result<Url> {
-        if !(input.is_string() || instance_of(input, Class::Url)) {
+    /// (`endpoint` then refuses userinfo): its href, and the host's `URL`
+    /// of it unless the href was written in wasm (the client's origin and
+    /// a path-absolute URL the parser would keep as written).
+    fn resolve_url(&self, input: &JsValue) -> Result<(String, Option<Url>)> {
+        let text = input.as_string();
+        if let (Some(origin), Some(path)) = (&self.origin, &text) {
+            if path_absolute_as_written(path) {
+                return Ok((cat(&[origin, path]), None));
+            }
+        }
+        if text.is_none() && !instance_of(input, Class::Url) {
             return Err(OptionsError::new("url", "must be a string or a URL"));
         }
         let base = match &self.base_url {
             Some(b) => b.clone(),
             None => location_href(),
         };
-        parse_url(input, &base).map_err(|_| OptionsError::new("url", "is not a valid URL"))
+        parse_url(input, &base)
+            .map(|url| (url.href(), Some(url)))
+            .map_err(|_| invalid_url())
     }
 
     fn common(&self, r: &Reader) -> Result<Common> {
@@ -433,23 +458,37 @@ fn is_stream(v: &JsValue) -> bool {
     instance_of(v, Class::ReadableStream)
 }
 
-/// The URL's href and its endpoint (origin and path: what the default
-/// breaker key is made of), refusing userinfo without echoing it. An
-/// http(s) href is split in wasm rather than through four host getters.
-fn endpoint(url: &Url) -> Result<(String, String)> {
-    let href = url.href();
+fn invalid_url() -> OptionsError {
+    OptionsError::new("url", "is not a valid URL")
+}
+
+/// `new URL(href)` of an absolute href.
+fn parse_href(href: &str) -> Result<Url> {
+    parse_url(&JsValue::from_str(href), &JsValue::UNDEFINED).map_err(|_| invalid_url())
+}
+
+/// The href and its endpoint (origin and path: what the default breaker
+/// key is made of), refusing userinfo without echoing it. An http(s) href
+/// is split in wasm; any other is read through the getters of its `URL`
+/// (`url`, else parsed from the href).
+fn endpoint(href: String, url: Option<Url>) -> Result<(String, String)> {
     let (endpoint, credentials) = match split_http_href(&href) {
         Some(h) => (cat(&[h.origin, h.path]), h.credentials),
-        None => (
-            match url.origin() {
+        None => {
+            let url = match url {
+                Some(url) => url,
+                None => parse_href(&href)?,
+            };
+            let endpoint = match url.origin() {
                 // data: has nothing to key by but its payload: one key.
                 _ if url.protocol() == "data:" => url.protocol(),
                 // capacitor://, app://, file: have no origin either.
                 o if o == "null" => cat(&[&url.protocol(), "//", &url.host(), &url.pathname()]),
                 o => cat(&[&o, &url.pathname()]),
-            },
-            !url.username().is_empty() || !url.password().is_empty(),
-        ),
+            };
+            let credentials = !url.username().is_empty() || !url.password().is_empty();
+            (endpoint, credentials)
+        }
     };
     if credentials {
         return Err(OptionsError::new(
