@@ -7,13 +7,33 @@
 //! [`get`], which is smaller than `serde_wasm_bindgen::from_value` and gives
 //! typed errors.
 
+use std::cell::RefCell;
+
 use wasm_bindgen::prelude::*;
 
-pub fn key(k: &str) -> JsValue {
-    JsValue::from_str(k)
+thread_local! {
+    /// The JS string of every key read or written so far, by the address
+    /// and length of its `&'static str` (never freed, so never another's).
+    static KEYS: RefCell<Vec<(usize, usize, JsValue)>> = const { RefCell::new(Vec::new()) };
 }
 
-pub fn get(obj: &JsValue, k: &str) -> Result<JsValue, JsValue> {
+/// `k` as a JS string, made once: an options object is read key by key on
+/// every call, and decoding each name from wasm memory again cost more than
+/// the read (Node: 16 µs a call for an options object of one member).
+pub fn key(k: &'static str) -> JsValue {
+    let id = (k.as_ptr() as usize, k.len());
+    KEYS.with(|keys| {
+        let mut keys = keys.borrow_mut();
+        if let Some((.., v)) = keys.iter().find(|(at, len, _)| (*at, *len) == id) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(k);
+        keys.push((id.0, id.1, v.clone()));
+        v
+    })
+}
+
+pub fn get(obj: &JsValue, k: &'static str) -> Result<JsValue, JsValue> {
     js_sys::Reflect::get(obj, &key(k))
 }
 
@@ -24,7 +44,7 @@ impl Obj {
     pub fn new() -> Obj {
         Obj(js_sys::Object::new())
     }
-    pub fn set(&self, k: &str, v: impl Into<JsValue>) -> &Self {
+    pub fn set(&self, k: &'static str, v: impl Into<JsValue>) -> &Self {
         let _ = js_sys::Reflect::set(&self.0, &key(k), &v.into());
         self
     }

@@ -198,8 +198,8 @@ fn decode(data: &JsValue) -> Option<Peer> {
     if !data.is_object() {
         return None;
     }
-    let text = |k: &str, max: u32| bounded_string(&get(data, k).ok()?, max);
-    let num = |k: &str| {
+    let text = |k: &'static str, max: u32| bounded_string(&get(data, k).ok()?, max);
+    let num = |k: &'static str| {
         get(data, k)
             .ok()
             .and_then(|v| v.as_f64())
@@ -380,7 +380,7 @@ fn lease(name: &str) -> Option<ProbeLock> {
             lease: None,
         });
     };
-    let call = |method: &str, args: &[&JsValue]| -> Option<JsValue> {
+    let call = |method: &'static str, args: &[&JsValue]| -> Option<JsValue> {
         let f: Function = get(&storage, method).ok()?.dyn_into().ok()?;
         Reflect::apply(
             &f,

@@ -63,7 +63,7 @@ impl Event<'_> {
     /// absent. Every number goes out as an f64 (as JS has it).
     fn to_js(&self) -> JsValue {
         let o = Obj::new();
-        let opt = |key: &str, value: Option<JsValue>| {
+        let opt = |key: &'static str, value: Option<JsValue>| {
             if let Some(v) = value {
                 o.set(key, v);
             }

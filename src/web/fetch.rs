@@ -13,7 +13,7 @@ use web_sys::{AbortSignal, RequestInit};
 
 use super::call::{Call, Mode, ResponseType, Target};
 use super::cancel::Cancel;
-use super::convert::get;
+use super::convert::{get, key};
 use super::errors::{CallError, ErrorKind};
 use super::events::Listeners;
 use super::hooks::flag;
@@ -478,8 +478,8 @@ fn send(
             // An init that is not empty resets a Request's referrer and
             // referrer policy (the Request constructor's "if init is not
             // empty" step): every attempt gives them back as it holds them.
-            for key in ["referrer", "referrerPolicy"] {
-                let key = JsValue::from_str(key);
+            for name in ["referrer", "referrerPolicy"] {
+                let key = key(name);
                 js_sys::Reflect::set(&init, &key, &js_sys::Reflect::get(request, &key)?)?;
             }
             if *reuse {

@@ -17,7 +17,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::AbortSignal;
 
-use super::convert::{get, Obj};
+use super::convert::{get, key, Obj};
 use super::host::{instance_of, new_request, Class};
 use super::options::Reader;
 use crate::policy::options::OptionsError;
@@ -79,7 +79,7 @@ impl Fields {
     /// Sets every field on `init`.
     pub fn apply(&self, init: &JsValue) {
         for (k, v) in &self.0 {
-            let _ = js_sys::Reflect::set(init, &JsValue::from_str(k), v);
+            let _ = js_sys::Reflect::set(init, &key(k), v);
         }
     }
 
@@ -167,7 +167,7 @@ pub struct InitView {
 
 impl InitView {
     pub fn new(init: &JsValue, defaults: Fields) -> InitView {
-        let signal_key = JsValue::from_str("signal");
+        let signal_key = key("signal");
         let source = if init.is_object() {
             init.clone()
         } else {
@@ -196,8 +196,8 @@ impl InitView {
     }
 
     /// What the constructor read of `key`, when it was given (not undefined).
-    pub fn given(&self, key: &str) -> Option<JsValue> {
-        let key = JsValue::from_str(key);
+    pub fn given(&self, name: &'static str) -> Option<JsValue> {
+        let key = key(name);
         let seen = self.seen.borrow();
         let (_, v) = seen.iter().find(|(k, _)| *k == key)?;
         (!v.is_undefined()).then(|| v.clone())

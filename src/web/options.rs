@@ -40,7 +40,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The raw value, `None` when absent (`undefined`).
-    pub fn value(&self, k: &str) -> Result<Option<JsValue>, OptionsError> {
+    pub fn value(&self, k: &'static str) -> Result<Option<JsValue>, OptionsError> {
         let Some(obj) = self.obj else {
             return Ok(None);
         };
@@ -54,7 +54,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn num(&self, k: &str) -> Result<Option<f64>, OptionsError> {
+    pub fn num(&self, k: &'static str) -> Result<Option<f64>, OptionsError> {
         match self.value(k)? {
             None => Ok(None),
             Some(v) => v
@@ -64,7 +64,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn bool(&self, k: &str) -> Result<Option<bool>, OptionsError> {
+    pub fn bool(&self, k: &'static str) -> Result<Option<bool>, OptionsError> {
         match self.value(k)? {
             None => Ok(None),
             Some(v) => v
@@ -74,7 +74,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn string(&self, k: &str) -> Result<Option<String>, OptionsError> {
+    pub fn string(&self, k: &'static str) -> Result<Option<String>, OptionsError> {
         match self.value(k)? {
             None => Ok(None),
             Some(v) => v
@@ -135,7 +135,10 @@ impl<'a> Reader<'a> {
 
     /// A `Record<string, string | undefined>` (headers; query values are
     /// read elsewhere); an undefined value is `None` (as ky and axios skip it).
-    pub fn string_record(&self, k: &str) -> Result<Vec<(String, Option<String>)>, OptionsError> {
+    pub fn string_record(
+        &self,
+        k: &'static str,
+    ) -> Result<Vec<(String, Option<String>)>, OptionsError> {
         let Some(v) = self.value(k)? else {
             return Ok(Vec::new());
         };
