@@ -87,7 +87,7 @@ async function inPage({ origin, n, block, warmup, concurrency, names, path }) {
 }
 
 /** Runs inside the page: µs of CPU per call with a stub fetch, per library. */
-async function cpuInPage({ names, rounds, block, warmup, perId }) {
+async function cpuInPage({ names, rounds, block, warmup, perId, relative, withOptions }) {
   const { libs, makeStrategies } = window.bench;
   const body = '{"ok":true,"n":12345}';
   const realFetch = globalThis.fetch;
@@ -95,9 +95,15 @@ async function cpuInPage({ names, rounds, block, warmup, perId }) {
   try {
     const f = makeStrategies(libs);
     const clients = {};
-    for (const name of names) clients[name] = name === perId ? await f.stormguard() : await f[name]();
+    for (const name of names) {
+      if (name === withOptions) {
+        const s = await f.stormguard();
+        clients[name] = { call: (u) => s.client.request(u, { timeoutMs: 5000 }), close: s.close };
+      } else clients[name] = [perId, relative].includes(name) ? await f.stormguard() : await f[name]();
+    }
     let seq = 0;
-    const url = (name) => name === perId ? `${location.origin}/item/${seq++}` : `${location.origin}/item?n=${seq++}`;
+    const url = (name) => name === perId ? `${location.origin}/item/${seq++}`
+      : `${name === relative ? '' : location.origin}/item?n=${seq++}`;
     // past the breaker table's cap (1000 keys) for the per-id row, and warm for the others
     for (const name of names) for (let i = 0; i < warmup; i++) await clients[name].call(url(name));
     const samples = Object.fromEntries(names.map((n) => [n, []]));
@@ -117,10 +123,15 @@ async function cpuInPage({ names, rounds, block, warmup, perId }) {
 }
 
 const PER_ID = 'stormguard, a path per call';
+const RELATIVE = 'stormguard, relative URLs';
+const WITH_OPTIONS = 'stormguard, { timeoutMs }';
 
 /** CPU per call with the network taken out (see the top of this file). */
 async function runCpu({ page, quick, log }) {
-  const cfg = { names: ['raw', 'stormguard', 'ky', 'cockatiel', PER_ID], rounds: quick ? 10 : 40, block: 200, warmup: 1200, perId: PER_ID };
+  const cfg = {
+    names: ['raw', 'stormguard', 'ky', 'cockatiel', PER_ID, RELATIVE, WITH_OPTIONS], rounds: quick ? 10 : 40, block: 200, warmup: 1200,
+    perId: PER_ID, relative: RELATIVE, withOptions: WITH_OPTIONS,
+  };
   const samples = await page.evaluate(cpuInPage, cfg);
   const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
   const raw = median(samples.raw);

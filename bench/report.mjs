@@ -302,7 +302,10 @@ function overheadSection(res, charts) {
       `(a \`Response\` of the same body), ${o.cpu.config.rounds} blocks of ${o.cpu.config.block} sequential calls per library, ` +
       `the blocks interleaved, after ${o.cpu.config.warmup} warm-up calls each; median µs a call. Each library's own work is all there is ` +
       `here; over a network these add to the fetch. **${o.cpu.config.perId}**: the default client, every URL a new path (per-id ` +
-      `URLs), past the 1000 breakers a client keeps, so each call makes a key at the table's cap.\n\n` +
+      `URLs), past the 1000 breakers a client keeps, so each call makes a key at the table's cap. The other rows call absolute ` +
+      `URLs without options; ${o.cpu.config.relative ? `**${o.cpu.config.relative}**: the default client, \`/item?n=…\` (as apps ` +
+      `mostly call); **${o.cpu.config.withOptions}**: the same calls as the stormguard row with an options object of one member ` +
+      `(\`{ timeoutMs: 5000 }\`).` : ''}\n\n` +
       mdTable(['library', 'µs a call, median', 'over raw fetch', 'fastest block'], Object.entries(o.cpu.libs).map(([n, v]) => [
         n, fixed(v.medianUs, 1), fixed(v.overRawUs, 1), fixed(v.minUs, 1),
       ])) + '\n\n';

@@ -1743,11 +1743,12 @@ async fn fetch_body_follows_the_callers_signal_after_resolving() {
 }
 
 /// Every URL a call resolves is the one the host's parser writes, whether
-/// the engine writes it itself (a path-absolute URL of plain characters:
-/// the client's origin and the path, no `new URL` per call) or asks the
-/// host: fixed cases at the edges of that rule and 600 pseudo-random
-/// strings of an alphabet of characters the parser keeps, encodes, strips
-/// or reads as dot segments, against the page and against a `baseUrl`.
+/// the engine writes it itself (a path-absolute URL of plain characters,
+/// given with or without the client's origin first: no `new URL` per call)
+/// or asks the host: fixed cases at the edges of that rule and 600
+/// pseudo-random strings of an alphabet of characters the parser keeps,
+/// encodes, strips or reads as dot segments, some after the page's or the
+/// fault server's origin, against the page and against a `baseUrl`.
 #[wasm_bindgen_test]
 async fn urls_resolve_as_the_hosts_parser_resolves_them() {
     let global = js_sys::global();
@@ -1802,16 +1803,41 @@ async fn urls_resolve_as_the_hosts_parser_resolves_them() {
         seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
         (seed >> 16) as usize % n
     };
+    let location = Reflect::get(&global, &"location".into()).unwrap();
+    let origins = [
+        get(&location, "origin").as_string().unwrap(),
+        fault().trim_end_matches('/').to_owned(),
+    ];
     for _ in 0..600 {
         let len = 1 + next(12);
-        let mut s = String::from(if next(5) == 0 { "" } else { "/" });
+        let mut s = match next(6) {
+            0 => String::new(),
+            1 => origins[next(2)].clone(),
+            _ => String::from("/"),
+        };
         for _ in 0..len {
             s.push(alphabet[next(alphabet.len())]);
         }
         cases.push(s);
     }
-    let location = Reflect::get(&global, &"location".into()).unwrap();
     let page = get(&location, "href").as_string().unwrap();
+    let origin = get(&location, "origin").as_string().unwrap();
+    let fault_origin = fault().trim_end_matches('/').to_owned();
+    for o in [&origin, &fault_origin] {
+        for tail in [
+            "/x?y#z",
+            "x",
+            ".evil.test/x",
+            "//x",
+            "/a/../b",
+            "/a b",
+            ":1/x",
+            "@evil.test/x",
+        ] {
+            cases.push(format!("{o}{tail}"));
+        }
+        cases.push(format!("{}/X", o.to_uppercase()));
+    }
     let base = format!("{}/v1/", fault());
     Reflect::set(&global, &key, &stand_in).unwrap();
     for base_url in [None, Some(&base)] {

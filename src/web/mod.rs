@@ -28,6 +28,7 @@ pub mod runtime;
 mod schema;
 mod storage;
 mod transport;
+mod url;
 mod validate;
 mod vecmap;
 

@@ -1,5 +1,5 @@
 //! Building one call from `request()`'s or `fetch()`'s arguments: the URL
-//! (resolved against `baseUrl` or the page, userinfo refused), the headers
+//! (resolved against `baseUrl` or the page, userinfo refused: `url.rs`), the headers
 //! (the client's, the call's, an `Idempotency-Key`), the body (plain
 //! objects as JSON), the init or Request every attempt sends, and the
 //! call's breaker and dedupe keys. Every failure of `request()` here is an
@@ -21,11 +21,12 @@ use super::fetch_init::{Fields, InitView};
 use super::host::{instance_of, location_href, new_request, parse_url, uuid_v4, Class};
 use super::layer::Layer;
 use super::options::{read_call, read_idempotency_key, read_signal, Reader};
+use super::url::{endpoint, parse_href, read_base, Base};
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
 use crate::policy::guard::Spec;
 use crate::policy::key;
 use crate::policy::options::{CallConfig, ClientConfig, OptionsError};
-use crate::text::{cat, decimal, path_absolute_as_written, split_http_href};
+use crate::text::{cat, decimal};
 
 type Result<T> = std::result::Result<T, OptionsError>;
 
@@ -48,13 +49,8 @@ impl From<OptionsError> for Refused {
 
 /// What the client adds to each call it builds.
 pub struct Builder {
-    /// `baseUrl` as a JS string, passed to `new URL` as it is.
-    base_url: Option<JsValue>,
-    /// The origin of `baseUrl`, else of the page, when it is http(s): a
-    /// path-absolute URL of plain characters is this and itself
-    /// ([`path_absolute_as_written`]), without a `new URL` per call. (A
-    /// page's origin does not change while the client lives.)
-    origin: Option<String>,
+    /// What its relative URLs resolve against.
+    base: Base,
     /// Its `headers` (an undefined value, `None`, is sent as none).
     headers: Vec<(String, Option<String>)>,
     /// The client's FetchInit defaults.
@@ -83,7 +79,7 @@ impl Builder {
     /// options.
     pub fn read(r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
-            Some(b) => Some(base_url(&b, &JsValue::UNDEFINED)?),
+            Some(b) => Some(read_base(&b, &JsValue::UNDEFINED)?),
             None => None,
         };
         let defaults = Fields::read(r)?;
@@ -94,11 +90,8 @@ impl Builder {
     /// one's, its headers and FetchInit fields over these.
     pub fn derive(&self, r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
-            Some(b) => Some(base_url(
-                &b,
-                &self.base_url.clone().unwrap_or_else(location_href),
-            )?),
-            None => self.base_url.clone(),
+            Some(b) => Some(read_base(&b, &self.base.href())?),
+            None => self.base.url().cloned(),
         };
         let mut headers = self.headers.clone();
         for (k, v) in static_headers(r)? {
@@ -116,20 +109,10 @@ impl Builder {
         cfg: ClientConfig,
         layer: Rc<Layer>,
     ) -> Result<Builder> {
-        let somewhere = match &base_url {
-            Some(b) => b.clone(),
-            None => location_href(),
-        };
-        let somewhere = somewhere.as_string();
+        let somewhere = base_url.clone().unwrap_or_else(location_href).as_string();
         defaults.check(somewhere.as_deref().unwrap_or("http://localhost/"), "GET")?;
-        let origin = somewhere
-            .as_deref()
-            .and_then(split_http_href)
-            .filter(|h| !h.credentials)
-            .map(|h| h.origin.to_owned());
         Ok(Builder {
-            base_url,
-            origin,
+            base: Base::new(base_url, somewhere.as_deref()),
             headers,
             defaults,
             tag: uuid_v4().chars().take(8).collect(),
@@ -152,7 +135,7 @@ impl Builder {
         let fields = Fields::read(&r)?.over(&self.defaults);
         let method = call_options::method(r.string("method")?.as_deref())?;
         let response_type = ResponseType::parse(r.string("responseType")?.as_deref())?;
-        let (mut href, mut parsed) = self.resolve_url(url)?;
+        let (mut href, mut parsed) = self.base.resolve(url)?;
         if let Some(q) = r.value("query")?.filter(|q| !q.is_null()) {
             let url = match parsed {
                 Some(url) => url,
@@ -240,7 +223,7 @@ impl Builder {
         };
         let view =
             (init.is_object() || !defaults.is_empty()).then(|| InitView::new(init, defaults));
-        let source = match &self.base_url {
+        let source = match self.base.url() {
             Some(base) if !is_request => {
                 parse_url(input, base).map_err(Refused::Host)?.href().into()
             }
@@ -280,29 +263,6 @@ impl Builder {
             common,
         )?;
         Ok((call, signal))
-    }
-
-    /// Resolves `input` (string or URL) against baseUrl or the page
-    /// (`endpoint` then refuses userinfo): its href, and the host's `URL`
-    /// of it unless the href was written in wasm (the client's origin and
-    /// a path-absolute URL the parser would keep as written).
-    fn resolve_url(&self, input: &JsValue) -> Result<(String, Option<Url>)> {
-        let text = input.as_string();
-        if let (Some(origin), Some(path)) = (&self.origin, &text) {
-            if path_absolute_as_written(path) {
-                return Ok((cat(&[origin, path]), None));
-            }
-        }
-        if text.is_none() && !instance_of(input, Class::Url) {
-            return Err(OptionsError::new("url", "must be a string or a URL"));
-        }
-        let base = match &self.base_url {
-            Some(b) => b.clone(),
-            None => location_href(),
-        };
-        parse_url(input, &base)
-            .map(|url| (url.href(), Some(url)))
-            .map_err(|_| invalid_url())
     }
 
     fn common(&self, r: &Reader) -> Result<Common> {
@@ -458,47 +418,6 @@ fn is_stream(v: &JsValue) -> bool {
     instance_of(v, Class::ReadableStream)
 }
 
-fn invalid_url() -> OptionsError {
-    OptionsError::new("url", "is not a valid URL")
-}
-
-/// `new URL(href)` of an absolute href.
-fn parse_href(href: &str) -> Result<Url> {
-    parse_url(&JsValue::from_str(href), &JsValue::UNDEFINED).map_err(|_| invalid_url())
-}
-
-/// The href and its endpoint (origin and path: what the default breaker
-/// key is made of), refusing userinfo without echoing it. An http(s) href
-/// is split in wasm; any other is read through the getters of its `URL`
-/// (`url`, else parsed from the href).
-fn endpoint(href: String, url: Option<Url>) -> Result<(String, String)> {
-    let (endpoint, credentials) = match split_http_href(&href) {
-        Some(h) => (cat(&[h.origin, h.path]), h.credentials),
-        None => {
-            let url = match url {
-                Some(url) => url,
-                None => parse_href(&href)?,
-            };
-            let endpoint = match url.origin() {
-                // data: has nothing to key by but its payload: one key.
-                _ if url.protocol() == "data:" => url.protocol(),
-                // capacitor://, app://, file: have no origin either.
-                o if o == "null" => cat(&[&url.protocol(), "//", &url.host(), &url.pathname()]),
-                o => cat(&[&o, &url.pathname()]),
-            };
-            let credentials = !url.username().is_empty() || !url.password().is_empty();
-            (endpoint, credentials)
-        }
-    };
-    if credentials {
-        return Err(OptionsError::new(
-            "url",
-            "must not contain credentials (user:password@)",
-        ));
-    }
-    Ok((href, endpoint))
-}
-
 /// Calls are identical when method, absolute URL, headers and response
 /// type all match. `Headers` iterates sorted, lower-cased names; `None`
 /// stands for no headers at all.
@@ -529,17 +448,6 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
         key.push_str(&header_lines(&h, true));
     }
     key
-}
-
-/// `baseUrl`, an absolute URL (or one relative to `parent`, a derived
-/// client's parent's) without credentials, as a JS string.
-fn base_url(given: &str, parent: &JsValue) -> Result<JsValue> {
-    let url = parse_url(&JsValue::from_str(given), parent)
-        .map_err(|_| OptionsError::new("baseUrl", "is not an absolute URL"))?;
-    if !url.username().is_empty() || !url.password().is_empty() {
-        return Err(OptionsError::new("baseUrl", "must not contain credentials"));
-    }
-    Ok(JsValue::from(url.href()))
 }
 
 /// The client's `headers` when not a function (a function runs before
