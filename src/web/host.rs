@@ -4,6 +4,7 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::convert::get;
 use crate::policy::clock::Clock;
 
 #[wasm_bindgen]
@@ -293,7 +294,7 @@ pub fn global() -> js_sys::Object {
 /// The global object as an event target (window or worker scope), where it is one.
 pub fn global_target() -> Option<web_sys::EventTarget> {
     let g = global();
-    js_sys::Reflect::get(&g, &JsValue::from_str("addEventListener"))
+    get(&g, "addEventListener")
         .ok()
         .filter(JsValue::is_function)
         .map(|_| g.unchecked_into())
@@ -301,8 +302,8 @@ pub fn global_target() -> Option<web_sys::EventTarget> {
 
 /// A global object looked up once (`navigator`, `location`: each realm has
 /// its own for good), if the host has it.
-fn global_object<T: JsCast>(name: &str) -> Option<T> {
-    js_sys::Reflect::get(&global(), &JsValue::from_str(name))
+fn global_object<T: JsCast>(name: &'static str) -> Option<T> {
+    get(&global(), name)
         .ok()
         .filter(JsValue::is_object)
         .map(JsCast::unchecked_into)

@@ -57,8 +57,8 @@ impl Base {
                 .strip_prefix(origin.as_str())
                 .filter(|p| p.starts_with('/'));
             if path_absolute_as_written(path.unwrap_or(text)) {
-                let href = path.map_or_else(|| cat(&[origin, text]), |_| text.clone());
-                return Ok((href, None));
+                let prefix = if path.is_some() { "" } else { origin };
+                return Ok((cat(&[prefix, text]), None));
             }
         }
         if text.is_none() && !instance_of(input, Class::Url) {
