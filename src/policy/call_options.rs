@@ -42,10 +42,15 @@ pub enum IdemKey {
     Given(String),
 }
 
-/// `idempotencyKey: string | true`; `false` or absent means none.
+/// `idempotencyKey: string | true`; absent means none, and `false` is of
+/// the wrong type (API.md: "a key of the wrong type is invalid").
 pub fn idempotency_key(raw: Option<RawIdemKey>) -> Result<Option<IdemKey>> {
     match raw {
-        None | Some(RawIdemKey::Flag(false)) => Ok(None),
+        None => Ok(None),
+        Some(RawIdemKey::Flag(false)) => Err(OptionsError::new(
+            "idempotencyKey",
+            "must be a string or true",
+        )),
         Some(RawIdemKey::Flag(true)) => Ok(Some(IdemKey::Random)),
         Some(RawIdemKey::Text(s)) => match idempotency_key_problem(&s) {
             Some(problem) => Err(OptionsError::new("idempotencyKey", problem)),
@@ -68,17 +73,19 @@ pub fn header_idempotency_key(option: &str, key: &str) -> Result<()> {
 }
 
 /// What is wrong with `key` as an idempotency key: None when it is 1 to
-/// 255 printable ASCII characters with no outer spaces.
+/// 255 printable ASCII characters, not all spaces (API.md). It goes as a
+/// header value, so outer spaces are trimmed on the wire as fetch trims
+/// every header's; a blank key would make a POST retryable with nothing
+/// for the server to deduplicate by.
 fn idempotency_key_problem(key: &str) -> Option<&'static str> {
     if key.is_empty() || key.len() > 255 {
         return Some("must be 1 to 255 characters");
     }
-    // It goes as a header value: what cannot be one would be dropped.
-    // Headers would trim outer spaces: the key sent would differ (and all
-    // spaces would be blank).
-    if !key.bytes().all(|b| (0x20..0x7f).contains(&b)) || key.starts_with(' ') || key.ends_with(' ')
-    {
-        return Some("must be printable ASCII with no outer spaces (it is sent as a header)");
+    if !key.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Some("must be printable ASCII (it is sent as a header)");
+    }
+    if key.bytes().all(|b| b == b' ') {
+        return Some("must not be blank");
     }
     None
 }
@@ -211,9 +218,10 @@ mod tests {
     #[test]
     fn idempotency_key_true_false_absent_and_given() {
         assert_eq!(idempotency_key(None).unwrap(), None);
-        assert_eq!(
-            idempotency_key(Some(RawIdemKey::Flag(false))).unwrap(),
-            None
+        rejects(
+            idempotency_key(Some(RawIdemKey::Flag(false))),
+            "idempotencyKey",
+            "must be a string or true",
         );
         assert_eq!(
             idempotency_key(Some(RawIdemKey::Flag(true))).unwrap(),
@@ -236,13 +244,17 @@ mod tests {
     }
 
     #[test]
-    fn idempotency_key_is_printable_ascii_without_outer_spaces() {
+    fn idempotency_key_is_printable_ascii_not_blank() {
         let given = |s: &str| idempotency_key(Some(RawIdemKey::Text(s.into())));
-        assert!(given("a b").is_ok());
-        assert!(given("~!").is_ok());
-        let reason = "must be printable ASCII with no outer spaces (it is sent as a header)";
-        for bad in [" a", "a ", " ", "é", "a\tb", "a\nb", "\u{7f}"] {
+        for good in ["a b", "~!", " a", "a ", " a b "] {
+            assert!(given(good).is_ok(), "{good:?}");
+        }
+        let reason = "must be printable ASCII (it is sent as a header)";
+        for bad in ["é", "a\tb", "a\nb", "\u{7f}"] {
             rejects(given(bad), "idempotencyKey", reason);
+        }
+        for blank in [" ", "   "] {
+            rejects(given(blank), "idempotencyKey", "must not be blank");
         }
     }
 
@@ -257,7 +269,7 @@ mod tests {
         rejects(
             header_idempotency_key("headers", "a\u{1}"),
             "headers",
-            "its Idempotency-Key must be printable ASCII with no outer spaces (it is sent as a header)",
+            "its Idempotency-Key must be printable ASCII (it is sent as a header)",
         );
     }
 

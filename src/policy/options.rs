@@ -14,8 +14,8 @@
 //! between options.
 //!
 //! Rules beyond API.md's list, each the reading a user would expect:
-//! * `budget.windowMs` and `breaker.windowMs` are at least 1 (a window of
-//!   0 ms holds nothing to count);
+//! * `budget.windowMs` and `breaker.windowMs` of 0 (a duration, so valid)
+//!   are the shortest window the ring keeps, 1 ms (`window::Ring::new`);
 //! * `breaker.maxOpenMs` must be >= `openMs`; when absent it is
 //!   `max(2000, openMs)`, so raising `openMs` alone is valid;
 //! * `breaker.consecutiveFailures` is a count or `false` (off); absent, it
@@ -127,13 +127,13 @@ pub const BUDGET: [Opt; 3] = [
         rule: Rule::Range(0.0, 1.0, "must be from 0 to 1"),
     },
     int("minRetries", 0.0, MAX_DURATION_MS),
-    ms("windowMs", 1.0),
+    ms("windowMs", 0.0),
 ];
 
 /// `maxOpenMs` must also be at least `openMs`, and `k` is checked only in
 /// `mode: 'adaptive'` (it is last for that).
 pub const BREAKER: [Opt; 9] = [
-    ms("windowMs", 1.0),
+    ms("windowMs", 0.0),
     int("minSamples", 1.0, MAX_DURATION_MS),
     Opt {
         key: "failureRate",
@@ -1245,6 +1245,12 @@ mod tests {
         .budget
         .unwrap();
         assert_eq!((c.ratio, c.min_retries, c.window_ms), (0.0, 0, 1.0));
+        // A duration may be 0 (API.md): the ring takes it as its shortest, 1 ms.
+        let zero = |window_ms| RawBudget {
+            window_ms: Some(window_ms),
+            ..Default::default()
+        };
+        assert_eq!(budget(zero(0.0)).unwrap().budget.unwrap().window_ms, 0.0);
         assert_eq!(
             budget(RawBudget {
                 ratio: Some(1.0),
@@ -1274,7 +1280,7 @@ mod tests {
                 "budget.minRetries",
             );
         }
-        for bad in [0.0, -1.0, 1.5, MAX_DURATION_MS + 1.0]
+        for bad in [-1.0, 1.5, MAX_DURATION_MS + 1.0]
             .into_iter()
             .chain(NOT_FINITE)
         {
@@ -1329,17 +1335,25 @@ mod tests {
                     },
                     "breaker.halfOpenProbes",
                 ),
-                (
-                    RawBreaker {
-                        window_ms: Some(bad),
-                        ..Default::default()
-                    },
-                    "breaker.windowMs",
-                ),
             ];
             for (raw, option) in cases {
                 rejects(breaker(raw), option);
             }
+        }
+        // The window is a duration: 0 is valid (the ring's shortest, 1 ms).
+        let window = |window_ms| RawBreaker {
+            window_ms: Some(window_ms),
+            ..Default::default()
+        };
+        assert_eq!(
+            breaker(window(0.0)).unwrap().breaker.unwrap().window_ms,
+            0.0
+        );
+        for bad in [-1.0, 2.5, MAX_DURATION_MS + 1.0]
+            .into_iter()
+            .chain(NOT_FINITE)
+        {
+            rejects(breaker(window(bad)), "breaker.windowMs");
         }
     }
 

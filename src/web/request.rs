@@ -294,10 +294,12 @@ impl Builder {
         let headers = target.headers();
         if let Some(k) = &common.idem {
             // A no-cors Request drops the header without a word: a POST
-            // must not then be retried as if it carried its key.
+            // must not then be retried as if it carried its key. (Headers
+            // trims a value's outer spaces, the key's too.)
             let sent = headers.as_ref().is_some_and(|h| {
                 h.set("Idempotency-Key", k).is_ok()
-                    && h.get("Idempotency-Key").ok().flatten().as_deref() == Some(k.as_str())
+                    && h.get("Idempotency-Key").ok().flatten().as_deref()
+                        == Some(k.trim_matches(' '))
             });
             if !sent {
                 return Err(OptionsError::new(
