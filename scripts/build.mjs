@@ -215,8 +215,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // (Chromium: 11-26 µs a call; the URL steps in src/web/url.rs): +169, 95,462. Review clean-up
 // (one expression for both written hrefs; the realm's globals read through convert::get): -20, 95,442.
 // Options as API.md words them (a window of 0 ms valid, an idempotency key with outer spaces valid
-// and sent trimmed, `idempotencyKey: false` refused): +40, 95,482.
-const SIZE_BUDGET_BYTES = 95_482;
+// and sent trimmed, `idempotencyKey: false` refused): +40, 95,482. A retry granted but never sent
+// (the call aborted, out of time or refused by a breaker its own failures opened, in its backoff)
+// given back: not counted in stats().retries, its budget left for the next call: +27, 95,509.
+const SIZE_BUDGET_BYTES = 95_509;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

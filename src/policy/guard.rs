@@ -92,8 +92,9 @@ pub struct CallState<'a> {
     /// Attempts that were a 401's replay ([`Guard::replay`]): not counted
     /// against `maxAttempts`.
     replays: u32,
-    /// When the retry budget granted the retry last planned (given back
-    /// if a hook stops it, [`Guard::veto_retry`]).
+    /// When the retry budget granted the retry last planned, until that
+    /// retry goes out (given back if the call ends first,
+    /// [`Guard::retry_unsent`]).
     granted_at: Option<f64>,
     /// The reason of the last `Wait` announced: one event per reason.
     told: Option<Why>,
@@ -1989,6 +1990,58 @@ mod tests {
         );
         g.veto_retry(&mut third);
         assert_eq!(g.stats.retries, 1);
+    }
+
+    #[test]
+    fn a_retry_the_call_never_sends_is_uncounted_and_its_budget_given_back() {
+        let mut client = cfg();
+        client.breaker = None;
+        client.budget = Some(crate::policy::options::BudgetConfig {
+            ratio: 0.0,
+            min_retries: 1,
+            window_ms: 10_000.0,
+        });
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let retry = Verdict::Retry { delay_ms: 1000.0 };
+        // Granted, then the call ends in its backoff (an abort, the
+        // deadline, a breaker that opened): the engine hands it back.
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert_eq!(settle(&mut g, &mut c, &s, UNAVAILABLE, 0.0), retry);
+        assert_eq!(g.stats.retries, 1);
+        g.retry_unsent(&mut c);
+        g.retry_unsent(&mut c);
+        assert_eq!((g.stats.retries, g.stats.attempts), (0, 1));
+        // The budget's one retry is there for the next call, which sends
+        // it: that one stays counted when the call ends.
+        let mut next = g.start(spec(&cc, "GET"), 10.0);
+        let s = send(&mut g, &mut next, 10.0);
+        assert_eq!(settle(&mut g, &mut next, &s, UNAVAILABLE, 10.0), retry);
+        let s = send(&mut g, &mut next, 1010.0);
+        let _ = settle(&mut g, &mut next, &s, UNAVAILABLE, 1010.0);
+        g.retry_unsent(&mut next);
+        assert_eq!((g.stats.retries, g.stats.attempts), (1, 3));
+
+        // A retry whose beforeRequest hook failed before it went out was
+        // not made either; one answered with a 401 and replayed was.
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert_eq!(settle(&mut g, &mut c, &s, UNAVAILABLE, 0.0), retry);
+        let s = send(&mut g, &mut c, 1000.0);
+        let unsent = Ended::Hook { sent: false };
+        assert_eq!(settle(&mut g, &mut c, &s, unsent, 1000.0), Verdict::End);
+        g.retry_unsent(&mut c);
+        assert_eq!((g.stats.retries, g.stats.attempts), (0, 1));
+        let mut c = g.start(spec(&cc, "GET"), 2000.0);
+        let s = send(&mut g, &mut c, 2000.0);
+        assert_eq!(settle(&mut g, &mut c, &s, UNAVAILABLE, 2000.0), retry);
+        let s = send(&mut g, &mut c, 3000.0);
+        let _ = g.release_slot();
+        assert!(g.replay(&mut c, s.permit, None, 3000.0));
+        g.retry_unsent(&mut c);
+        assert_eq!((g.stats.retries, g.stats.attempts), (1, 3));
     }
 
     #[test]

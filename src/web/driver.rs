@@ -72,7 +72,9 @@ impl Engine {
         result.map_err(|e| {
             let attempts = c.attempts();
             let e = e.stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()));
-            self.st.borrow_mut().guard.failed();
+            let guard = &mut self.st.borrow_mut().guard;
+            guard.retry_unsent(&mut c);
+            guard.failed();
             self.events.emit_call("giveUp", call, attempts, &|o| {
                 o.times.elapsed_ms = Some(e.elapsed_ms);
                 o.outcome.status = e.status();

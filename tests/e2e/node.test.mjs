@@ -429,8 +429,31 @@ test("'attempt' events are the attempts sent: none for one whose beforeRequest h
   assert.equal(e.option, 'hooks');
   assert.equal((await log('node-hook-attempt')).length, 1);
   assert.equal(client.stats().attempts, 1);
+  assert.equal(client.stats().retries, 0, 'the retry whose hook threw was never sent');
   assert.deepEqual(events, [1], "an 'attempt' event for the attempt sent only");
   client.close();
+});
+
+test('a retry granted but never sent is no retry: stats() count what the server saw, and the budget keeps it', async () => {
+  // Budget: one retry in all (ratio 0), so a retry charged but never sent would deny the next call's.
+  const opts = { budget: { minRetries: 1, ratio: 0 }, crossTab: false };
+  // (a) The call's own failures open its breaker: its third retry, granted, meets the open circuit.
+  const client = await createClient({ ...opts, budget: { minRetries: 5, ratio: 0 }, retry: { baseDelayMs: 1, maxAttempts: 5 } });
+  await assert.rejects(client.request(`${server.url}/status/503?id=node-unsent-open`));
+  const seen = (await log('node-unsent-open')).length;
+  assert.equal(seen, 3, 'the breaker opens after three failures in a row');
+  assert.deepEqual([client.stats().attempts, client.stats().retries], [3, 2]);
+  client.close();
+  // (b) The caller aborts during the backoff: no retry was made, and the budget's one retry is left.
+  const c2 = await createClient({ ...opts, breaker: false, retry: { baseDelayMs: 300, jitter: 'none' } });
+  const ac = new AbortController();
+  setTimeout(() => ac.abort(), 100);
+  await assert.rejects(c2.request(`${server.url}/status/503?id=node-unsent-abort`, { signal: ac.signal }), (e) => e.name === 'AbortError');
+  assert.deepEqual([c2.stats().attempts, c2.stats().retries], [1, 0]);
+  const body = await c2.request(`${server.url}/fail-first?n=1&id=node-unsent-next`, { retry: { baseDelayMs: 1 } });
+  assert.equal(body.attempt, 2, 'the next call still has the retry the aborted one never sent');
+  assert.equal(c2.stats().retries, 1);
+  c2.close();
 });
 
 test("a slow beforeRequest hook runs within the deadline: the attempt's timeoutMs starts when its request goes out", async () => {

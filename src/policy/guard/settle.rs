@@ -72,7 +72,11 @@ impl Guard {
         epoch: f64,
         rand01: f64,
     ) -> Verdict {
-        c.granted_at = None;
+        // The retry granted before this attempt was made (unless a hook
+        // failed before it went out: the call then ends with it unsent).
+        if !matches!(end, Ended::Hook { sent: false }) {
+            c.granted_at = None;
+        }
         if end.answered() {
             self.observe_quota(c, quota, now);
         }
@@ -190,6 +194,7 @@ impl Guard {
         self.observe_quota(c, quota, now);
         self.record(&c.spec.key, permit, Sample::Ignored, now);
         c.replays += 1;
+        c.granted_at = None;
         true
     }
 
@@ -198,14 +203,24 @@ impl Guard {
     /// with the attempt's error. A hook can only take a retry away: it is
     /// asked only once the policy has granted one.
     pub fn veto_retry(&mut self, c: &mut CallState) -> Verdict {
+        self.retry_unsent(c);
+        Verdict::Fail {
+            denied: RetryDenied::Hook,
+        }
+    }
+
+    /// The call ends before the retry it was granted went out (an abort or
+    /// the deadline in its backoff, a breaker opened or a hold meanwhile, a
+    /// hook that failed before sending): that retry was not made, so it is
+    /// not counted and its budget is given back. "Every further attempt is
+    /// a retry" (API.md): `retries` counts attempts sent, as the server sees
+    /// them, and a retry never sent cannot deny the next call's.
+    pub fn retry_unsent(&mut self, c: &mut CallState) {
         if let Some(at) = c.granted_at.take() {
             self.stats.retries = self.stats.retries.saturating_sub(1);
             if let Some(b) = self.budget.as_mut() {
                 b.give_back(at);
             }
-        }
-        Verdict::Fail {
-            denied: RetryDenied::Hook,
         }
     }
 
