@@ -134,7 +134,7 @@ impl Client {
             }
             let cfg = self.builder.cfg.extend_members(&read_client(&r)?)?;
             let transport = match r.value("fetch")? {
-                Some(_) => Some(Transport::read(&r)?),
+                Some(_) => Some(Transport::read(&r, Some(&self.engine.transport))?),
                 None => None,
             };
             let layer = Layer::new(Some(self.builder.layer.clone()), transport);
@@ -233,7 +233,7 @@ impl Client {
 impl Client {
     fn build(options: &JsValue) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
-        let transport = Transport::read(&r)?;
+        let transport = Transport::read(&r, None)?;
         let cfg = ClientConfig::from_members(&read_client(&r)?)?;
         let builder = Builder::read(&r, cfg.clone(), Layer::new(None, None))?;
         let prefix = cfg

@@ -317,9 +317,6 @@ pub struct Realm {
     ignore: Closure<dyn FnMut(JsValue)>,
     navigator: Option<Navigator>,
     location: Option<Location>,
-    /// The inits and Requests of attempts in this realm, by every client
-    /// (`transport.rs`).
-    pub sent: js_sys::WeakSet,
     /// This realm's id: cross-tab messages carrying it are our own
     /// clients' and ignored (`crosstab.rs`).
     pub id: String,
@@ -333,7 +330,6 @@ thread_local! {
         ignore: Closure::new(|_: JsValue| {}),
         navigator: global_object("navigator"),
         location: global_object("location"),
-        sent: js_sys::WeakSet::new(),
         id: uuid_v4(),
         announcing: crate::policy::ratelimit::announced_by().map(JsValue::from_str).collect(),
     }));

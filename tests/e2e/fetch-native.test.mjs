@@ -377,6 +377,52 @@ test('installed as the global fetch (unbound, or wrapped sync or async): one req
   }
 });
 
+test('another client\'s attempts go through an installed client, or one given as its fetch, with every protection; a derived client\'s do not', async () => {
+  const results = await both(async ([fault]) => {
+    const { createClient } = globalThis.stormguard ?? window.stormguard;
+    const original = globalThis.fetch;
+    const where = typeof window === 'object' ? 'page' : 'node';
+    const count = async (id) => (await (await original(`${fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight).length;
+    const opts = { retry: false, crossTab: false, deadlineMs: 3000 };
+    const outer = await createClient({ ...opts, headers: { 'x-outer': 'o' } });
+    const out = {};
+    // One client as another's `fetch` option, directly and wrapped.
+    for (const [name, f] of Object.entries({ direct: outer.fetch, wrapped: (r) => outer.fetch(r) })) {
+      const inner = await createClient({ ...opts, fetch: f, headers: { 'x-inner': 'i' } });
+      const id = `fn-nest-${name}-${where}`;
+      const before = outer.stats().requests;
+      const body = await inner.request(`${fault}/echo?id=${id}`);
+      out[name] = [body.headers['x-outer'], body.headers['x-inner'], outer.stats().requests - before, await count(id)];
+    }
+    try {
+      // Installed as the global fetch: a second root client's calls go through it,
+      // a client derived from it (sharing its slots) goes past it, as its own attempts do.
+      globalThis.fetch = outer.fetch;
+      const other = await createClient(opts);
+      const derived = outer.extend({ headers: { 'x-derived': 'd' } });
+      for (const [name, c] of Object.entries({ other, derived })) {
+        const id = `fn-global-${name}-${where}`;
+        const before = outer.stats().requests;
+        const body = await c.request(`${fault}/echo?id=${id}`);
+        out[name] = [body.headers['x-outer'], body.headers['x-derived'] ?? null, outer.stats().requests - before, await count(id)];
+      }
+    } finally {
+      globalThis.fetch = original;
+    }
+    return out;
+  });
+  for (const [host, r] of Object.entries(results)) {
+    assert.deepEqual(r, {
+      direct: ['o', 'i', 1, 1],
+      wrapped: ['o', 'i', 1, 1],
+      // the outer client's call, with its headers, carries the other client's attempt
+      other: ['o', null, 1, 1],
+      // one call of the family (derived clients share stats()), one request on the wire
+      derived: ['o', 'd', 1, 1],
+    }, host);
+  }
+});
+
 test('createClient({ fetch }): called with one Request per attempt, every field on it, retries included', async () => {
   const { createClient, OptionsError } = globalThis.stormguard;
   const seen = [];
