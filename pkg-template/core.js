@@ -229,7 +229,11 @@ class Io {
     const headers = field(options, 'headers');
     const hooks = field(options, 'hooks');
     if (hooks !== undefined && (hooks === null || typeof hooks !== 'object')) throw invalid('hooks', 'must be an object');
-    this.headers = [...(parent?.headers ?? []), ...(typeof headers === 'function' ? [headers] : [])];
+    // Each header function (and the token) with the names that clients derived after its own give
+    // statically: those win over it, as a derived client's options win over its parent's.
+    const given = typeof headers === 'function' ? [] : headerNames(headers);
+    const over = ([f, names]) => [f, [...names, ...given]];
+    this.headers = [...(parent?.headers ?? []).map(over), ...(typeof headers === 'function' ? [[headers, []]] : [])];
     this.hooks = {};
     for (const name of HOOKS) {
       const v = hooks === undefined ? undefined : field(hooks, name, `hooks.${name}`);
@@ -239,7 +243,8 @@ class Io {
       }
       this.hooks[name] = [...(parent?.hooks[name] ?? []), ...list];
     }
-    this.auth = readAuth(field(options, 'auth')) ?? parent?.auth;
+    const auth = readAuth(field(options, 'auth'));
+    [this.auth, this.authOver] = auth ? [auth, []] : over([parent?.auth, parent?.authOver ?? []]);
     this.deadlineMs = field(options, 'deadlineMs') ?? parent?.deadlineMs ?? 20000;
     const h = this.hooks;
     const reads = this.headers.length > 0 || this.auth !== undefined;
@@ -262,19 +267,20 @@ class Io {
     const mine = own.split('\n');
     const headers = new Headers(base ?? undefined);
     const pairs = [];
-    const set = (name, value) => {
-      if (mine.includes(name.toLowerCase())) return;
+    const set = (name, value, over) => {
+      const lower = name.toLowerCase();
+      if (mine.includes(lower) || over.includes(lower)) return;
       headers.set(name, value);
       pairs.push([name, value]);
     };
-    for (const f of this.headers) {
+    for (const [f, over] of this.headers) {
       const given = await call(f, [], (e) => failed('headers', 'the headers function threw or rejected', e));
       try {
         if (given === null || typeof given !== 'object') {
           if (given !== undefined && given !== null) throw new TypeError(`headers function gave ${typeof given}`);
         } else {
           const entries = typeof given[Symbol.iterator] === 'function' ? given : Object.entries(given);
-          for (const [name, value] of entries) if (value !== undefined) set(name, value);
+          for (const [name, value] of entries) if (value !== undefined) set(name, value, over);
         }
       } catch (e) {
         throw failed('headers', 'the headers function must give headers (an object, Headers or pairs)', e);
@@ -288,9 +294,10 @@ class Io {
       if (token !== undefined && token !== null && typeof token !== 'string') {
         throw failed('auth', 'auth.token() must give a string, null or undefined');
       }
-      if (typeof token === 'string' && !mine.includes('authorization')) {
+      // Not over the call's own Authorization, nor a static one of a client derived after the auth's.
+      if (typeof token === 'string' && !mine.includes('authorization') && !this.authOver.includes('authorization')) {
         try {
-          set('authorization', auth.scheme ? `${auth.scheme} ${token}` : token);
+          set('authorization', auth.scheme ? `${auth.scheme} ${token}` : token, this.authOver);
         } catch (e) {
           throw failed('auth', 'auth.token() gave a value no header can hold', e);
         }
@@ -395,6 +402,17 @@ class Io {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** The lower-case names a static `headers` option gives (an object, Headers, a Map or pairs). */
+function headerNames(h) {
+  try {
+    if (h === null || typeof h !== 'object') return [];
+    const entries = typeof h[Symbol.iterator] === 'function' ? h : Object.entries(h);
+    return Array.from(entries, ([name]) => String(name).toLowerCase());
+  } catch {
+    return []; // the engine refuses such headers with an OptionsError of its own
   }
 }
 

@@ -220,8 +220,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // given back: not counted in stats().retries, its budget left for the next call: +27, 95,509.
 // Attempts marked per root client instead of realm-wide (src/web/transport.rs), so another
 // client's attempts go through a client installed as the global fetch or given as a fetch
-// option, with its headers, hooks and protections, instead of past it: +78, 95,587.
-const SIZE_BUDGET_BYTES = 95_587;
+// option, with its headers, hooks and protections, instead of past it: +78, 95,587. A derived
+// client's static headers over its parent's headers function and auth token (core.js, Io): +138,
+// 95,725.
+const SIZE_BUDGET_BYTES = 95_725;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -434,6 +434,31 @@ test("'attempt' events are the attempts sent: none for one whose beforeRequest h
   client.close();
 });
 
+test("extend: a derived client's static headers win over its parent's header function and token, as over its static ones", async () => {
+  const root = await createClient({ crossTab: false, headers: () => ({ 'x-a': 'root-fn', 'x-b': 'root-fn' }) });
+  const echo = async (c, id, init) => (await c.request(`${server.url}/echo?id=${id}`, init)).headers;
+  const pick = (h) => [h['x-a'] ?? null, h['x-b'] ?? null];
+  assert.deepEqual(pick(await echo(root, 'ext-fn-root')), ['root-fn', 'root-fn']);
+  const child = root.extend({ headers: { 'x-b': 'child', 'x-a': undefined } });
+  assert.deepEqual(pick(await echo(child, 'ext-fn-child')), [null, 'child'], 'set and removed over the function');
+  // A function of the child's own wins over its parent's, and the call's own headers over all.
+  const grand = child.extend({ headers: () => ({ 'x-a': 'grand-fn' }) });
+  assert.deepEqual(pick(await echo(grand, 'ext-fn-grand')), ['grand-fn', 'child']);
+  assert.deepEqual(pick(await echo(grand, 'ext-fn-call', { headers: { 'x-a': 'call' } })), ['call', 'child']);
+  // The token is the parent's auth's: a derived client's static Authorization wins over it, and a
+  // 401 then is not the token's to refresh.
+  let refreshes = 0;
+  const authed = await createClient({ crossTab: false, retry: false, auth: { token: () => 't1', refresh: () => { refreshes++; } } });
+  const basic = authed.extend({ headers: { authorization: 'Basic dTpw' } });
+  const refused = await basic.request(`${server.url}/auth?accept=t1&id=ext-basic`).catch((e) => e);
+  assert.equal(refused.status, 401);
+  assert.equal(refused.data.given, 'Basic dTpw');
+  assert.equal(refreshes, 0);
+  assert.equal((await authed.request(`${server.url}/auth?accept=t1&id=ext-bearer`)).token, 't1');
+  root.close();
+  authed.close();
+});
+
 test('a retry granted but never sent is no retry: stats() count what the server saw, and the budget keeps it', async () => {
   // Budget: one retry in all (ratio 0), so a retry charged but never sent would deny the next call's.
   const opts = { budget: { minRetries: 1, ratio: 0 }, crossTab: false };
