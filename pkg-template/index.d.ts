@@ -470,8 +470,8 @@ export interface SchemaResult<T> {
   stale: boolean;
   /** Age of the cached copy served (source 'cache'). */
   ageMs?: number;
-  /** Why the network copy was not used (absent when source is 'network'). */
-  error?: StormguardError;
+  /** Why the network copy was not used (absent when source is 'network'); narrows by `code`. */
+  error?: AnyStormguardError;
 }
 
 export interface Stats {
@@ -538,7 +538,11 @@ export interface Client {
   /** With a type guard: resolves with what it guards. */
   request<T>(url: string | URL, options: RequestOptions & { validate: (value: unknown) => value is T }): Promise<T>;
   request<T = unknown>(url: string | URL, options?: RequestOptions): Promise<T>;
-  fetch(input: string | URL | Request, init?: RequestInit & CallOptions): Promise<Response>;
+  /**
+   * `init` is a RequestInit (its `signal` may be null, as fetch takes it) with stormguard's call
+   * options: `client.fetch` is assignable to `typeof fetch` (`globalThis.fetch = client.fetch`).
+   */
+  fetch(input: string | URL | Request, init?: RequestInit & Omit<CallOptions, 'signal'>): Promise<Response>;
   /**
    * request() plus a last-good copy. Never rejects for network, HTTP,
    * breaker, budget, queue or storage faults (it resolves with the cache,

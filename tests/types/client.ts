@@ -156,6 +156,13 @@ export async function calls(client: Client): Promise<void> {
   const res = await client.fetch('/report.csv', { method: 'GET', timeoutMs: 100, retry: false });
   expectType<typeof res, Response>(true);
   await client.fetch(new Request('https://api.example.com/'));
+  // A drop-in for fetch: installed as the global one, handed any RequestInit, `signal: null` too.
+  globalThis.fetch = client.fetch;
+  const wrapped: typeof fetch = (input, init) => client.fetch(input, init);
+  await wrapped('/x', { signal: null });
+  await client.fetch('/x', { signal: null, timeoutMs: 100 });
+  // @ts-expect-error a call's signal is an AbortSignal or null
+  await client.fetch('/x', { signal: 'stop' });
 
   // schema<T>: the result's data is T | undefined, source a closed set.
   const layout = await client.schema<Layout>('/layout.json', {
@@ -173,6 +180,9 @@ export async function calls(client: Client): Promise<void> {
   if (layout.error) {
     const e: StormguardError = layout.error;
     void e;
+    // the error narrows by its code, as every stormguard error does
+    if (layout.error.code === 'HTTP') expectType<typeof layout.error.status, number>(true);
+    if (layout.error.code === 'CIRCUIT_OPEN') expectType<typeof layout.error.retryInMs, number>(true);
   }
   // T is inferred from the fallback too.
   const inferred = await client.schema('/layout.json', { fallback: { title: 'x', blocks: [] } as Layout });
