@@ -1947,8 +1947,8 @@ mod tests {
         assert!(!g.replay(&mut c, s.permit, None, 20_000.0));
     }
 
-    #[test]
-    fn a_hook_veto_stops_the_retry_uncounted_and_gives_its_budget_back() {
+    /// No breaker, and a budget of one retry in all (no ratio).
+    fn one_retry_budget() -> ClientConfig {
         let mut client = cfg();
         client.breaker = None;
         client.budget = Some(crate::policy::options::BudgetConfig {
@@ -1956,6 +1956,12 @@ mod tests {
             min_retries: 1,
             window_ms: 10_000.0,
         });
+        client
+    }
+
+    #[test]
+    fn a_hook_veto_stops_the_retry_uncounted_and_gives_its_budget_back() {
+        let client = one_retry_budget();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
         let mut c = g.start(spec(&cc, "GET"), 0.0);
@@ -1994,13 +2000,7 @@ mod tests {
 
     #[test]
     fn a_retry_the_call_never_sends_is_uncounted_and_its_budget_given_back() {
-        let mut client = cfg();
-        client.breaker = None;
-        client.budget = Some(crate::policy::options::BudgetConfig {
-            ratio: 0.0,
-            min_retries: 1,
-            window_ms: 10_000.0,
-        });
+        let client = one_retry_budget();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
         let retry = Verdict::Retry { delay_ms: 1000.0 };
