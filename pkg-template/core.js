@@ -641,7 +641,10 @@ export async function fetchWasm(url, init) {
   try {
     res = await fetch(url, init);
   } catch (e) {
-    throw new NetworkError(`stormguard: could not fetch the wasm module ${url}: ${e?.message ?? e}. ${WASM_FIX}`, {
+    // Unusable as given, as a 404 or a stall is (API.md: every invalid `wasm` value rejects with
+    // OptionsError('wasm')); the host's error is the cause.
+    throw new OptionsError(`stormguard: could not fetch the wasm module ${url}: ${e?.message ?? e}. ${WASM_FIX}`, {
+      option: 'wasm',
       cause: e,
     });
   }

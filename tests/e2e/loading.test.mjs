@@ -170,6 +170,11 @@ describe('the wasm option in Node', () => {
     assert.equal(html.name, 'OptionsError');
     assert.match(html.message, /esm\.html is not a WebAssembly module \(\d+ bytes, content-type text\/html[^,]*, starting "<!doctype html>/);
 
+    // A URL nothing answers at: the host's fetch refuses it, and the option is what cannot be used.
+    const refused = await fail(JSON.stringify('http://127.0.0.1:1/stormguard_bg.wasm'));
+    assert.deepEqual([refused.name, refused.option], ['OptionsError', 'wasm']);
+    assert.match(refused.message, /could not fetch the wasm module http:\/\/127\.0\.0\.1:1\/stormguard_bg\.wasm: fetch failed/);
+
     const text = await fail(`new TextEncoder().encode('not wasm at all')`);
     assert.match(text.message, /the wasm option is not a WebAssembly module \(15 bytes, starting "not wasm at all"\)/);
 
