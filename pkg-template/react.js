@@ -5,6 +5,9 @@ import { anySignal, clientFailed, schemaKey } from './core.js';
 
 const IDLE = { data: undefined, source: undefined, stale: false, ageMs: undefined, error: undefined };
 
+/** Runs at every commit, before layout and passive effects (and not on a server). */
+const useCommit = React.useInsertionEffect ?? React.useLayoutEffect;
+
 /**
  * `useSchema(client, url, options?)`: `client` is a Client or the Promise that
  * createClient returns; `url` null or undefined means "nothing to load yet".
@@ -20,10 +23,15 @@ export function useSchema(client, url, options) {
   const key = schemaKey(href, cacheKey, version);
 
   const [state, setState] = React.useState(() => ({ key, ...IDLE, loading: href !== null }));
+  // What the committed render asked for, for the effect and refresh(). Written at commit, not
+  // during render: a render React has not committed (a transition still pending) must not point
+  // refresh() at a URL the screen does not show.
   const latest = React.useRef(null);
-  latest.current = { client, href, options };
   const keyRef = React.useRef(key);
-  keyRef.current = key;
+  useCommit(() => {
+    latest.current = { client, href, options };
+    keyRef.current = key;
+  });
   const current = React.useRef(null); // the AbortController of the call in flight
   const mounted = React.useRef(false);
 

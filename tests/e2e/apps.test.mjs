@@ -230,6 +230,30 @@ for (const app of ['react', 'vue']) {
     }
 
     if (app === 'react') {
+      test('refresh() while a transition to another URL is pending reloads the URL on screen, and keeps its document', async () => {
+        const [a, b] = [`react-tx-a-${RUN}`, `react-tx-b-${RUN}`];
+        await open({ layout: layoutUrl(a), alt: layoutUrl(b, OTHER), transition: '' });
+        await state('network');
+        assert.equal(await page.textContent('[data-testid="title"]'), LAYOUT.title);
+        // The switch renders with the other URL, but a sibling holds that render uncommitted.
+        await page.click('[data-testid="switch"]');
+        await new Promise((r) => setTimeout(r, 300));
+        assert.equal(await page.textContent('[data-testid="title"]'), LAYOUT.title, 'the transition is pending');
+        await page.click('[data-testid="reload"]');
+        const end = Date.now() + 5000;
+        while ((await log(a)).length < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+        await new Promise((r) => setTimeout(r, 300));
+        assert.equal((await log(a)).length, 2, 'Reload called the URL on screen again');
+        assert.equal((await log(b)).length, 0, 'not the one a render not yet committed asked for');
+        await state('network');
+        assert.equal(await page.textContent('[data-testid="title"]'), LAYOUT.title, 'its document stays on screen');
+        // Once the transition commits, the other URL loads, once.
+        await page.click('[data-testid="release"]');
+        await page.waitForFunction((t) => document.querySelector('[data-testid="title"]')?.textContent === t, OTHER.title, { timeout: 10_000 });
+        assert.equal((await log(b)).length, 1);
+        assert.deepEqual(errors, []);
+      });
+
       test('the built index.html preloads the wasm (README\'s Vite plugin): the page asks for it once', async () => {
         const fn = /function preloadStormguardWasm\(\) \{\n[\s\S]*?\n\}\n/;
         const config = readFileSync(join(root, 'tests/apps/react/vite.config.js'), 'utf8').match(fn)?.[0];

@@ -4,7 +4,10 @@
 //   ?alt=URL     a second source the "Switch source" button moves to
 //   ?wasm=URL    load the wasm from there (what a dev server that answers a
 //                missing file with index.html does to the client)
-import { useState } from 'react';
+//   ?transition  "Switch source" moves in a transition that a sibling holds
+//                pending until "Release" (a router's navigation waiting for its
+//                next page's code), and the view has a "Reload" button (refresh)
+import { Suspense, useState, useTransition } from 'react';
 import { createClient } from 'stormguard';
 import { useSchema } from 'stormguard/react';
 
@@ -18,6 +21,17 @@ const client = createClient({
 });
 
 const sources = [params.get('layout'), params.get('alt')].filter(Boolean);
+const transition = params.has('transition');
+
+// What holds a transition pending: suspends until "Release" is clicked.
+let release;
+const held = new Promise((resolve) => { release = resolve; });
+let released = false;
+held.then(() => { released = true; });
+function Hold({ on }) {
+  if (on && !released) throw held;
+  return null;
+}
 
 const FALLBACK = {
   title: 'Dashboard',
@@ -32,15 +46,25 @@ const isLayout = (v) => typeof v === 'object' && v !== null && typeof v.title ==
 export function App() {
   const [shown, setShown] = useState(true);
   const [index, setIndex] = useState(0);
+  const [holding, setHolding] = useState(false);
+  const [, startTransition] = useTransition();
+  const next = () => setIndex((i) => (i + 1) % sources.length);
+  const switchSource = () => (transition ? startTransition(() => { next(); setHolding(true); }) : next());
   return (
     <div className="app">
       <nav className="toolbar">
         <button data-testid="toggle" onClick={() => setShown((s) => !s)}>{shown ? 'Hide layout' : 'Show layout'}</button>
         {sources.length > 1 && (
-          <button data-testid="switch" onClick={() => setIndex((i) => (i + 1) % sources.length)}>Switch source</button>
+          <button data-testid="switch" onClick={switchSource}>Switch source</button>
         )}
+        {transition && <button data-testid="release" onClick={() => release()}>Release</button>}
       </nav>
-      {shown ? <LayoutView url={sources[index] ?? null} /> : <p data-testid="hidden">Layout hidden.</p>}
+      {shown ? (
+        <Suspense fallback={<p data-testid="suspended">Loading…</p>}>
+          <LayoutView url={sources[index] ?? null} />
+          <Hold on={holding} />
+        </Suspense>
+      ) : <p data-testid="hidden">Layout hidden.</p>}
     </div>
   );
 }
@@ -65,6 +89,7 @@ function LayoutView({ url }) {
           <button data-testid="retry" onClick={refresh}>Retry</button>
         </div>
       )}
+      {transition && <button data-testid="reload" onClick={refresh}>Reload</button>}
       {data === undefined ? <Skeleton /> : <Layout layout={data} />}
     </main>
   );
