@@ -1,6 +1,6 @@
 // stormguard/vue: useSchema, a Vue 3 composable over client.schema().
 // Plain ESM with Vue as its only import (an optional peer dependency).
-import { getCurrentScope, onScopeDispose, shallowRef, unref, watch } from 'vue';
+import { getCurrentScope, onScopeDispose, shallowReadonly, shallowRef, unref, watch } from 'vue';
 import { anySignal, clientFailed, schemaKey } from './core.js';
 
 /** A value, a ref or a getter, read now. */
@@ -12,8 +12,9 @@ const read = (v) => (typeof v === 'function' ? v() : unref(v));
  * getters, and a null or undefined URL means "nothing to load yet". The call
  * restarts (aborting the previous one) when the URL, the cacheKey or the
  * version changes, and is aborted when the calling component's scope is
- * disposed (unmount). Returns shallow refs; never throws into rendering:
- * failures end up in `error`.
+ * disposed (unmount). Returns shallow read-only refs (a write warns and is
+ * ignored, as for a computed); never throws into rendering: failures end up
+ * in `error`.
  */
 export function useSchema(client, url, options) {
   const data = shallowRef(undefined);
@@ -96,5 +97,7 @@ export function useSchema(client, url, options) {
     });
   }
 
-  return { data, source, stale, ageMs, loading, error, refresh };
+  const out = { data, source, stale, ageMs, loading, error };
+  for (const k in out) out[k] = shallowReadonly(out[k]);
+  return { ...out, refresh };
 }

@@ -608,7 +608,7 @@ describe('loading the wasm early in a page', () => {
 
 describe('a client that failed to load, in the hooks', () => {
   test('Vue useSchema serves the fallback (source fallback) with the load error; none without a fallback', async () => {
-    const { effectScope, nextTick } = await import('vue');
+    const { effectScope, nextTick, isReadonly, isRef } = await import('vue');
     const { useSchema } = await import('../../pkg/vue.js');
     const { OptionsError } = await import('../../pkg/node.js');
     const failed = new OptionsError('stormguard: /x.wasm is not a WebAssembly module', { option: 'wasm' });
@@ -628,6 +628,18 @@ describe('a client that failed to load, in the hooks', () => {
     assert.equal(without.data.value, undefined);
     assert.equal(without.source.value, 'none');
     assert.equal(without.error.value, failed);
+    // The refs are read-only (README: "shallow read-only refs"): a write warns and changes nothing.
+    for (const k of ['data', 'source', 'stale', 'ageMs', 'loading', 'error']) {
+      assert.ok(isRef(withFallback[k]) && isReadonly(withFallback[k]), k);
+    }
+    const warn = console.warn;
+    console.warn = () => {};
+    try {
+      withFallback.data.value = 'overwritten';
+    } finally {
+      console.warn = warn;
+    }
+    assert.deepEqual(withFallback.data.value, { title: 'Built-in' });
     scope.stop();
   });
 });
