@@ -222,8 +222,11 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // client's attempts go through a client installed as the global fetch or given as a fetch
 // option, with its headers, hooks and protections, instead of past it: +78, 95,587. A derived
 // client's static headers over its parent's headers function and auth token (core.js, Io): +138,
-// 95,725.
-const SIZE_BUDGET_BYTES = 95_725;
+// 95,725. A wasm URL the host cannot fetch rejects with OptionsError('wasm'): -8, 95,717. In Node,
+// the calls of a client with a token, headers function or hooks polled in their caller's async
+// context (runtime/executor.rs, CallersContext), so a token read from an AsyncLocalStorage is that
+// request's on every attempt: +487, 96,204.
+const SIZE_BUDGET_BYTES = 96_204;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -13,12 +13,12 @@ use super::convert::Obj;
 use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
-use super::hooks::Io;
+use super::hooks::{flag, Io};
 use super::host::now_ms;
 use super::layer::Layer;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built, Refused};
-use super::runtime::{spawn, spawn_promise, Apart, OnAbort};
+use super::runtime::{spawn, spawn_promise, Apart, CallersContext, OnAbort};
 use super::schema;
 use super::transport::Transport;
 use super::validate::{self, Check};
@@ -161,6 +161,7 @@ impl Client {
             });
         match prepared {
             Ok((call, signal, o)) => {
+                let _context = CallersContext::keep(self.runs_user_functions());
                 spawn_promise(schema::run(self.engine.clone(), call, signal, o))
             }
             Err(e) => Promise::reject(&options_error(e)),
@@ -280,6 +281,7 @@ impl Client {
             Err(e) => return Promise::reject(&to_class(&make, options_error(e), native)),
         };
         let engine = self.engine.clone();
+        let _context = CallersContext::keep(self.runs_user_functions());
         Promise::new(&mut |resolve, reject| {
             let Some((call, signal)) = built.take() else {
                 return;
@@ -321,5 +323,14 @@ impl Client {
                 let _ = settle.call1(&JsValue::UNDEFINED, &value);
             });
         })
+    }
+
+    /// Its calls run the user's functions (a token, headers, hooks): they
+    /// run in their caller's async context ([`CallersContext`]).
+    fn runs_user_functions(&self) -> bool {
+        self.builder
+            .layer
+            .io(flag::PER_ATTEMPT | flag::BEFORE_RETRY)
+            .is_some()
     }
 }

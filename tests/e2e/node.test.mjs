@@ -459,6 +459,33 @@ test("extend: a derived client's static headers win over its parent's header fun
   authed.close();
 });
 
+test("a token or headers function reading AsyncLocalStorage reads each request's own, on every attempt", async () => {
+  const { AsyncLocalStorage } = await import('node:async_hooks');
+  const als = new AsyncLocalStorage();
+  const seen = [];
+  const tries = new Map();
+  // Each user's first attempt answers 503, its retry 200.
+  const transport = async (req) => {
+    const u = new URL(req.url).searchParams.get('u');
+    seen.push([u, req.headers.get('authorization'), req.headers.get('x-user')]);
+    const n = (tries.get(u) ?? 0) + 1;
+    tries.set(u, n);
+    return new Response(n === 1 ? '' : '{}', { status: n === 1 ? 503 : 200, headers: { 'content-type': 'application/json' } });
+  };
+  const client = await createClient({
+    crossTab: false, dedupe: false, fetch: transport, budget: false, breaker: false,
+    concurrency: { max: 2 }, retry: { baseDelayMs: 1, maxDelayMs: 5 },
+    auth: { token: () => als.getStore() }, headers: () => ({ 'x-user': als.getStore() }),
+  });
+  // Started in one synchronous turn (a batch fanned out over users), queued for two slots, each
+  // retried after a backoff that another call's timer or slot release ends.
+  const users = Array.from({ length: 12 }, (_, i) => `u${i}`);
+  await Promise.all(users.map((u) => als.run(u, () => client.request(`http://127.0.0.1:9/x?u=${u}`))));
+  assert.equal(seen.length, 24);
+  for (const [u, auth, user] of seen) assert.deepEqual([auth, user], [`Bearer ${u}`, u], u);
+  client.close();
+});
+
 test('a retry granted but never sent is no retry: stats() count what the server saw, and the budget keeps it', async () => {
   // Budget: one retry in all (ratio 0), so a retry charged but never sent would deny the next call's.
   const opts = { budget: { minRetries: 1, ratio: 0 }, crossTab: false };

@@ -58,7 +58,7 @@ mod listen;
 mod stop;
 
 pub use alarm::Alarm;
-pub use executor::{settle, spawn, spawn_promise, Apart, Settle};
+pub use executor::{settle, spawn, spawn_promise, Apart, CallersContext, Settle};
 pub use gate::{sleep, Either, Gate, GateFuture, Race, Timed, Wake};
 pub use listen::{EventLink, OnAbort};
 pub use stop::Stop;

@@ -11,3 +11,16 @@ export function watch(promise, id, settled) {
     (reason) => settled(id, false, reason),
   );
 }
+
+/**
+ * Node: the async context of the code running now, as a function that runs
+ * another function in it (`AsyncLocalStorage.snapshot`), or undefined where
+ * there is none (browsers, Node before 20.16). The executor polls a task in
+ * the context of the `request()` that spawned it, whatever event resumed it:
+ * a token or headers function reading per-request state (an
+ * AsyncLocalStorage) reads that request's, on every attempt.
+ */
+const snapshot = globalThis.process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage?.snapshot;
+export function context() {
+  return snapshot?.();
+}
