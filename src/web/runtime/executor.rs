@@ -108,6 +108,7 @@ pub fn spawn(future: impl Future<Output = ()> + 'static) {
 /// While it lives, the tasks spawned (when `keep`) are polled in the async
 /// context of the code running now (Node's AsyncLocalStorage): a call whose
 /// client runs user functions (a token, headers, hooks) is spawned so.
+#[must_use]
 pub struct CallersContext(bool);
 
 impl CallersContext {

@@ -35,6 +35,11 @@
 //!   `timers_fire_with_performance_now_frozen_or_running_backwards`.
 //! * **A gate opens once**: the first `open` wins and decides the [`Wake`]
 //!   its waiter sees. Proven by `gate_first_open_wins`.
+//! * **A task spawned under a [`CallersContext`] is polled in its
+//!   spawner's async context** (Node's AsyncLocalStorage), whichever event
+//!   resumed it, so a token or headers function reading per-request state
+//!   reads its own request's. Node only (browsers have no such context):
+//!   proven by the AsyncLocalStorage test of `tests/e2e/node.test.mjs`.
 //!
 //! Two timer systems, on purpose: [`Alarm`]s share one host timer that is
 //! unref'd in Node (attempt timeouts and breaker periods: a fetch in flight
@@ -49,7 +54,7 @@
 //! function; apart they measured 435 bytes gzip less (issue 28).
 //!
 //! Every guard here whose drop has an effect is `#[must_use]`: [`Alarm`],
-//! [`Timed`], [`EventLink`], [`OnAbort`].
+//! [`Timed`], [`EventLink`], [`OnAbort`], [`CallersContext`].
 
 mod alarm;
 mod executor;
