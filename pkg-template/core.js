@@ -244,7 +244,8 @@ class Io {
       this.hooks[name] = [...(parent?.hooks[name] ?? []), ...list];
     }
     const auth = readAuth(field(options, 'auth'));
-    [this.auth, this.authOver] = auth ? [auth, []] : over([parent?.auth, parent?.authOver ?? []]);
+    // This client's own token, or its parent's under the names given statically since.
+    [this.auth, this.authOver] = auth ? [auth, []] : [parent?.auth, [...(parent?.authOver ?? []), ...given]];
     this.deadlineMs = field(options, 'deadlineMs') ?? parent?.deadlineMs ?? 20000;
     const h = this.hooks;
     const reads = this.headers.length > 0 || this.auth !== undefined;
@@ -267,11 +268,13 @@ class Io {
     const mine = own.split('\n');
     const headers = new Headers(base ?? undefined);
     const pairs = [];
+    /** Sets the pair unless the call's own headers or `over` name it: whether it did. */
     const set = (name, value, over) => {
       const lower = name.toLowerCase();
-      if (mine.includes(lower) || over.includes(lower)) return;
+      if (mine.includes(lower) || over.includes(lower)) return false;
       headers.set(name, value);
       pairs.push([name, value]);
+      return true;
     };
     for (const [f, over] of this.headers) {
       const given = await call(f, [], (e) => failed('headers', 'the headers function threw or rejected', e));
@@ -294,14 +297,16 @@ class Io {
       if (token !== undefined && token !== null && typeof token !== 'string') {
         throw failed('auth', 'auth.token() must give a string, null or undefined');
       }
-      // Not over the call's own Authorization, nor a static one of a client derived after the auth's.
-      if (typeof token === 'string' && !mine.includes('authorization') && !this.authOver.includes('authorization')) {
+      // Not over the call's own Authorization, nor a static one of a client derived after the auth's;
+      // a token not sent is not the call's to refresh.
+      if (typeof token === 'string') {
+        let sent;
         try {
-          set('authorization', auth.scheme ? `${auth.scheme} ${token}` : token, this.authOver);
+          sent = set('authorization', auth.scheme ? `${auth.scheme} ${token}` : token, this.authOver);
         } catch (e) {
           throw failed('auth', 'auth.token() gave a value no header can hold', e);
         }
-        seen = done;
+        if (sent) seen = done;
       }
     }
     return { pairs, seen, headers };

@@ -1998,6 +1998,17 @@ mod tests {
         assert_eq!(g.stats.retries, 1);
     }
 
+    /// A call started at `at` whose 503 was granted a retry, and that
+    /// retry's attempt, sent 1 s later (the backoff of `cfg()`).
+    fn retry_sent<'a>(g: &mut Guard, cc: &'a CallConfig, at: f64) -> (CallState<'a>, Attempt) {
+        let mut c = g.start(spec(cc, "GET"), at);
+        let s = send(g, &mut c, at);
+        let granted = settle(g, &mut c, &s, UNAVAILABLE, at);
+        assert_eq!(granted, Verdict::Retry { delay_ms: 1000.0 });
+        let s = send(g, &mut c, at + 1000.0);
+        (c, s)
+    }
+
     #[test]
     fn a_retry_the_call_never_sends_is_uncounted_and_its_budget_given_back() {
         let client = one_retry_budget();
@@ -2015,10 +2026,7 @@ mod tests {
         assert_eq!((g.stats.retries, g.stats.attempts), (0, 1));
         // The budget's one retry is there for the next call, which sends
         // it: that one stays counted when the call ends.
-        let mut next = g.start(spec(&cc, "GET"), 10.0);
-        let s = send(&mut g, &mut next, 10.0);
-        assert_eq!(settle(&mut g, &mut next, &s, UNAVAILABLE, 10.0), retry);
-        let s = send(&mut g, &mut next, 1010.0);
+        let (mut next, s) = retry_sent(&mut g, &cc, 10.0);
         let _ = settle(&mut g, &mut next, &s, UNAVAILABLE, 1010.0);
         g.retry_unsent(&mut next);
         assert_eq!((g.stats.retries, g.stats.attempts), (1, 3));
@@ -2026,18 +2034,12 @@ mod tests {
         // A retry whose beforeRequest hook failed before it went out was
         // not made either; one answered with a 401 and replayed was.
         let mut g = Guard::new(&client);
-        let mut c = g.start(spec(&cc, "GET"), 0.0);
-        let s = send(&mut g, &mut c, 0.0);
-        assert_eq!(settle(&mut g, &mut c, &s, UNAVAILABLE, 0.0), retry);
-        let s = send(&mut g, &mut c, 1000.0);
+        let (mut c, s) = retry_sent(&mut g, &cc, 0.0);
         let unsent = Ended::Hook { sent: false };
         assert_eq!(settle(&mut g, &mut c, &s, unsent, 1000.0), Verdict::End);
         g.retry_unsent(&mut c);
         assert_eq!((g.stats.retries, g.stats.attempts), (0, 1));
-        let mut c = g.start(spec(&cc, "GET"), 2000.0);
-        let s = send(&mut g, &mut c, 2000.0);
-        assert_eq!(settle(&mut g, &mut c, &s, UNAVAILABLE, 2000.0), retry);
-        let s = send(&mut g, &mut c, 3000.0);
+        let (mut c, s) = retry_sent(&mut g, &cc, 2000.0);
         let _ = g.release_slot();
         assert!(g.replay(&mut c, s.permit, None, 3000.0));
         g.retry_unsent(&mut c);
