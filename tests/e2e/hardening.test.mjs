@@ -109,6 +109,40 @@ test('random option objects: each works or rejects OptionsError, and the module 
   assert.ok(created > 100 && rejected > 100);
 });
 
+// Options are read as Reflect.get reads them (inherited members, getters, a Proxy's get), each once
+// per request() or fetch(), and a getter that throws is an OptionsError naming it.
+const logged = (target = {}) => {
+  const reads = [];
+  const proxy = new Proxy(target, { get(t, k, r) { if (typeof k === 'string') reads.push(k); return Reflect.get(t, k, r); } });
+  return { reads, proxy };
+};
+
+test('call options: each read once, inherited members and getters count, a throwing getter is named', async () => {
+  const client = await createClient();
+  const url = `${server.url}/echo?id=reads`;
+  const req = logged({ timeoutMs: 5000, headers: { 'x-a': '1' } });
+  assert.equal((await client.request(url, req.proxy)).headers['x-a'], '1');
+  assert.ok(req.reads.includes('timeoutMs') && req.reads.includes('headers'));
+  assert.equal(new Set(req.reads).size, req.reads.length, `read twice: ${req.reads}`);
+  const init = logged({ method: 'POST', body: 'x', timeoutMs: 5000 });
+  assert.equal((await (await client.fetch(url, init.proxy)).json()).method, 'POST');
+  const policy = init.reads.filter((k) => ['timeoutMs', 'retry', 'idempotencyKey', 'breakerKey'].includes(k));
+  assert.deepEqual(policy, ['timeoutMs', 'retry', 'idempotencyKey', 'breakerKey']);
+
+  const inherited = Object.create({ method: 'NO SUCH METHOD' });
+  await assert.rejects(client.request(url, inherited), (e) => e instanceof OptionsError && e.option === 'method');
+  let got = 0;
+  const getter = { get query() { got++; return { q: 'z' }; } };
+  assert.equal((await client.request(url, getter)).query.q, 'z');
+  assert.equal(got, 1);
+
+  const throwing = Object.defineProperty({}, 'retry', { get() { throw new Error('trap'); } });
+  for (const call of [() => client.request(url, throwing), () => client.schema(url, throwing), () => client.fetch(url, throwing)]) {
+    await assert.rejects(call(), (e) => e instanceof OptionsError && e.option === 'retry' && /could not be read/.test(e.message));
+  }
+  client.close();
+});
+
 test('100k calls mixing success, failure, timeout and abort leave memory flat', async () => {
   const client = await createClient({
     timeoutMs: 30, retry: { baseDelayMs: 1, maxDelayMs: 2 }, breaker: false, concurrency: { max: 64, queue: 100000 },
