@@ -170,6 +170,11 @@ impl Mode {
         matches!(self, Mode::Fetch { .. })
     }
 
+    /// A call whose network call identical calls may join.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Mode::Request { share: Some(_), .. })
+    }
+
     /// `request()`'s response type; None for `fetch()`.
     pub fn response_type(&self) -> Option<ResponseType> {
         match self {

@@ -200,23 +200,27 @@ impl Client {
     }
 
     /// Adds a listener; returns its id for `off`.
-    pub fn on(&self, event: &str, listener: JsValue) -> Result<u32, JsValue> {
-        if !EVENTS.contains(&event) {
+    pub fn on(&self, event: JsValue, listener: JsValue) -> Result<u32, JsValue> {
+        // Any value: a number or an object passed as a &str would be read
+        // by the glue as a string, and trap the module.
+        let event = event.as_string().filter(|e| EVENTS.contains(&e.as_str()));
+        let Some(event) = event else {
             return Err(options_error(OptionsError::new(
                 "event",
                 "is not a known event name",
             )));
-        }
+        };
         let func = listener
             .dyn_into::<js_sys::Function>()
             .map_err(|_| options_error(OptionsError::new("listener", "must be a function")))?;
-        let id = self.engine.events.on(event, func);
+        let id = self.engine.events.on(&event, func);
         self.builder.layer.listening(id);
         Ok(id)
     }
 
     pub fn off(&self, id: u32) {
         self.engine.events.off(id);
+        self.builder.layer.unlisten(id);
     }
 
     /// Aborts in-flight calls and rejects queued ones; later calls reject.

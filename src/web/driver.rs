@@ -74,7 +74,11 @@ impl Engine {
             let e = e.stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()));
             let guard = &mut self.st.borrow_mut().guard;
             guard.retry_unsent(&mut c);
-            guard.failed();
+            // A shared network call's callers are counted one by one
+            // (`Engine::call`): each ends its own way.
+            if !call.mode.is_shared() {
+                guard.failed();
+            }
             self.events.emit_call("giveUp", call, attempts, &|o| {
                 o.times.elapsed_ms = Some(e.elapsed_ms);
                 o.outcome.status = e.status();

@@ -212,7 +212,7 @@ impl Engine {
             let attempts = f.cancel.clone();
             let out = Apart(f.join(seat, signal, me)).await;
             mine.begin_attempt(attempts.attempts());
-            return out;
+            return self.caller_done(out);
         }
         let copy_response = call.mode.response_type() == Some(ResponseType::Response);
         let flight = Rc::new(Flight::new(copy_response));
@@ -244,6 +244,16 @@ impl Engine {
         }
         .await;
         mine.begin_attempt(attempts.attempts());
+        self.caller_done(out)
+    }
+
+    /// What a caller of a shared network call got: each caller is a call
+    /// of its own in `stats().failures` (one may abort while the others
+    /// get the answer, or all get the same error).
+    fn caller_done(&self, out: Result<JsValue, JsValue>) -> Result<JsValue, JsValue> {
+        if out.is_err() {
+            self.st.borrow_mut().guard.failed();
+        }
         out
     }
 

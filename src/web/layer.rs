@@ -108,4 +108,9 @@ impl Layer {
     pub fn listening(&self, id: u32) {
         self.listeners.borrow_mut().push(id);
     }
+
+    /// A listener removed by `off()`: nothing to remove at close.
+    pub fn unlisten(&self, id: u32) {
+        self.listeners.borrow_mut().retain(|&l| l != id);
+    }
 }

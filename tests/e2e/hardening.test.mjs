@@ -143,6 +143,40 @@ test('call options: each read once, inherited members and getters count, a throw
   client.close();
 });
 
+test('on(): an event name of any type is an OptionsError, never a trap; on()/off() pairs leave memory flat', async () => {
+  const client = await createClient();
+  for (const name of [123, {}, Symbol('s'), undefined, null, ['attempt'], 'nope']) {
+    assert.throws(() => client.on(name, () => {}), (e) => e instanceof OptionsError && e.option === 'event', String(name?.toString?.()));
+  }
+  assert.equal((await client.request(`${server.url}/echo?id=on-types`)).method, 'GET');
+  const memory = memoryOf(initSync({ module: new Uint8Array(0) }));
+  for (let i = 0; i < 20000; i++) client.on('attempt', () => {})();
+  const before = memory.buffer.byteLength;
+  for (let i = 0; i < 300000; i++) client.on('attempt', () => {})();
+  const grew = memory.buffer.byteLength - before;
+  assert.ok(grew < 256 * 1024, `300k on()/off() pairs grew wasm memory by ${grew} bytes`);
+  client.close();
+});
+
+test('stats().failures counts every caller of a shared GET that ended in an error', async () => {
+  const client = await createClient({ retry: false, breaker: false });
+  const url = `${server.url}/delay?ms=150&status=500&id=shared-fail`;
+  const all = await Promise.allSettled(Array.from({ length: 10 }, () => client.request(url)));
+  assert.deepEqual(all.map((r) => r.status), Array(10).fill('rejected'));
+  let s = client.stats();
+  assert.deepEqual([s.requests, s.attempts, s.deduped, s.failures], [10, 1, 9, 10]);
+  // Four of five callers abort; the fifth gets the answer.
+  const ok = `${server.url}/delay?ms=150&id=shared-abort`;
+  const ctls = Array.from({ length: 4 }, () => new AbortController());
+  const calls = [client.request(ok), ...ctls.map((c) => client.request(ok, { signal: c.signal }))];
+  setTimeout(() => ctls.forEach((c) => c.abort()), 30);
+  const out = await Promise.allSettled(calls);
+  assert.deepEqual(out.map((r) => r.status), ['fulfilled', 'rejected', 'rejected', 'rejected', 'rejected']);
+  s = client.stats();
+  assert.deepEqual([s.requests, s.attempts, s.deduped, s.failures], [15, 2, 13, 14]);
+  client.close();
+});
+
 test('100k calls mixing success, failure, timeout and abort leave memory flat', async () => {
   const client = await createClient({
     timeoutMs: 30, retry: { baseDelayMs: 1, maxDelayMs: 2 }, breaker: false, concurrency: { max: 64, queue: 100000 },
