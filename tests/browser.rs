@@ -399,7 +399,9 @@ async fn breaker_opens_then_probes_then_closes() {
     let listener = Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| {
         sink.push(&e);
     });
-    client.on("breaker", listener.as_ref().clone()).unwrap();
+    client
+        .on("breaker".into(), listener.as_ref().clone())
+        .unwrap();
     for _ in 0..4 {
         let err = request(&client, &url("/status/503", &id), opts)
             .await
@@ -1351,7 +1353,7 @@ async fn events_carry_their_fields_and_never_a_header() {
         sink.push(&e);
     });
     for ev in ["attempt", "retry", "giveUp"] {
-        client.on(ev, listener.as_ref().clone()).unwrap();
+        client.on(ev.into(), listener.as_ref().clone()).unwrap();
     }
     let err = request(
         &client,
@@ -1883,7 +1885,9 @@ async fn a_rejected_url_fires_no_event_and_sends_nothing() {
     let listener = Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| {
         sink.push(&e);
     });
-    client.on("attempt", listener.as_ref().clone()).unwrap();
+    client
+        .on("attempt".into(), listener.as_ref().clone())
+        .unwrap();
     let err = request(&client, "http://user:pw@127.0.0.1:9/x", "{}")
         .await
         .unwrap_err();
@@ -1996,7 +2000,9 @@ async fn calls_started_and_aborted_from_inside_a_listener_settle() {
             *inner.borrow_mut() = Some(JsFuture::from(p));
         })
     };
-    client.on("attempt", listener.as_ref().clone()).unwrap();
+    client
+        .on("attempt".into(), listener.as_ref().clone())
+        .unwrap();
     let outer = request_with_signal(&client, &url("/hang", &id), "{}", &victim.signal());
     let err = outer.await.unwrap_err();
     assert_eq!(name(&err), "AbortError");
@@ -2204,7 +2210,7 @@ async fn a_spent_quota_holds_the_next_call_until_its_reset() {
         let listener = Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| {
             sink.push(&e);
         });
-        client.on("wait", listener.as_ref().clone()).unwrap();
+        client.on("wait".into(), listener.as_ref().clone()).unwrap();
         let u = url(&format!("/ratelimit?quota=2&window=1&form={form}"), &id);
         let started = now();
         for _ in 0..3 {

@@ -89,7 +89,7 @@ async fn schema(client: &Client, u: &str, options: &str) -> JsValue {
 fn events(client: &Client, name: &str) -> Array {
     let seen = Array::new();
     let push: Function = get(&seen, "push").unchecked_into();
-    client.on(name, push.bind0(&seen).into()).unwrap();
+    client.on(name.into(), push.bind0(&seen).into()).unwrap();
     seen
 }
 
