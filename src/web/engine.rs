@@ -95,7 +95,7 @@ impl Engine {
     }
 
     /// `close()` has been called.
-    fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.st.borrow().closed
     }
 

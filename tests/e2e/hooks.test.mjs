@@ -377,6 +377,7 @@ test('extend: options merged over the parent\'s, one engine (breakers, slots), h
       headers: echo.headers, teapot, refused, open, queued, queuedNow, afterClose, order,
       grand: await last, later: await window.outcome(grand.request(`${window.fault}/echo`)),
       inFlight: root.stats().inFlight,
+      breakers: [root.breakers().length, grand.breakers().length],
     };
   });
   assert.deepEqual([r.headers['x-a'], r.headers['x-b'], r.headers['x-c']], ['root', 'child', 'child']);
@@ -391,6 +392,7 @@ test('extend: options merged over the parent\'s, one engine (breakers, slots), h
   assert.equal(r.grand.name, 'AbortError', "the root's close() ended a grandchild's call");
   assert.equal(r.later.name, 'AbortError');
   assert.equal(r.inFlight, 0);
+  assert.deepEqual(r.breakers, [0, 0], "a closed root's derived clients list no breakers, as the root");
   // (Chromium logs every non-2xx answer as a console error.)
   assert.deepEqual(errors.filter((e) => !e.includes('Failed to load resource')), []);
 });
