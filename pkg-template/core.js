@@ -441,7 +441,10 @@ class Client {
     this.#io = io;
     this.#final = final;
     // Methods work unbound: `globalThis.fetch = client.fetch` installs it.
-    for (const m of ['request', 'fetch', 'schema', 'stats', 'breakers', 'on', 'close', 'extend']) this[m] = this[m].bind(this);
+    // Named as the methods are (not 'bound fetch'): `client.fetch` looks like fetch.
+    for (const m of ['request', 'fetch', 'schema', 'stats', 'breakers', 'on', 'close', 'extend']) {
+      Object.defineProperty((this[m] = this[m].bind(this)), 'name', { value: m });
+    }
   }
 
   /**
@@ -478,7 +481,7 @@ class Client {
     });
   }
 
-  fetch(input, init) {
+  fetch(input, init = undefined) { // length 1, as fetch's
     if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
     return this.#call('fetch', input, init);
   }

@@ -773,6 +773,7 @@ async fn fetch_reads_init_as_the_native_fetch_does() {
            () => Object.create({ method: 'PUT', body: 'inherited', headers: { 'x-inherited': '1' } }),
            () => Object.freeze({ method: 'PUT', body: 'frozen', signal: new AbortController().signal }),
            () => new Request(location.href, { method: 'DELETE', headers: { 'x-inherited': '2' } }),
+           () => Object.assign(() => {}, { method: 'PUT', body: 'function', headers: { 'x-inherited': '3' } }),
          ];",
     )
     .call0(&JsValue::NULL)
@@ -814,6 +815,42 @@ async fn fetch_reads_init_as_the_native_fetch_does() {
     assert_eq!(sent[2], r#"["PUT","inherited",null,"1"]"#);
     assert_eq!(sent[3], r#"["PUT","frozen",null,null]"#);
     assert_eq!(sent[4], r#"["DELETE","",null,"2"]"#);
+    assert_eq!(
+        sent[5], r#"["PUT","function",null,"3"]"#,
+        "a function is a dictionary"
+    );
+}
+
+/// A Request made in another realm (an iframe's) is a Request: fetch()
+/// honours its signal, as the browser's fetch does (it was taken for a URL
+/// string, its signal ignored until the attempt timed out).
+#[wasm_bindgen_test]
+async fn fetch_honours_the_signal_of_another_realms_request() {
+    let id = test_id("fetch-realm");
+    let client =
+        std::rc::Rc::new(Client::new(obj(r#"{"retry": false, "timeoutMs": 3000}"#)).unwrap());
+    let c = client.clone();
+    let ours = Closure::<dyn Fn(JsValue) -> js_sys::Promise>::new(move |req: JsValue| {
+        c.fetch(req, JsValue::UNDEFINED)
+    });
+    let run = js_sys::Function::new_with_args(
+        "f, u",
+        "const frame = document.createElement('iframe');
+         document.body.append(frame);
+         const { AbortController, Request } = frame.contentWindow;
+         const ctl = new AbortController();
+         const p = f(new Request(u, { signal: ctl.signal }));
+         setTimeout(() => ctl.abort('stop'), 50);
+         return p.then(() => 'resolved', (e) => (e === 'stop' ? 'the reason' : String((e && e.name) || e)))
+           .finally(() => frame.remove());",
+    );
+    let u = url("/hang", &id);
+    let native = js_sys::Function::new_with_args("r", "return fetch(r)");
+    for f in [native.as_ref(), ours.as_ref()] {
+        let p = run.call2(&JsValue::NULL, f, &u.as_str().into()).unwrap();
+        let got = JsFuture::from(js_sys::Promise::from(p)).await.unwrap();
+        assert_eq!(got.as_string().unwrap(), "the reason");
+    }
 }
 
 /// Issue 24: what the Request constructor refuses, `fetch()` rejects with

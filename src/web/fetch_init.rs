@@ -19,7 +19,7 @@ use web_sys::AbortSignal;
 
 use super::convert::{get, key, Obj};
 use super::host::{instance_of, new_request, Class};
-use super::options::Reader;
+use super::options::{is_dictionary, Reader};
 use crate::policy::options::OptionsError;
 use crate::text::cat;
 
@@ -168,7 +168,7 @@ pub struct InitView {
 impl InitView {
     pub fn new(init: &JsValue, defaults: Fields) -> InitView {
         let signal_key = key("signal");
-        let source = if init.is_object() {
+        let source = if is_dictionary(init) {
             init.clone()
         } else {
             js_sys::Object::new().into()

@@ -17,16 +17,25 @@ export function fetchLater(f, input, init) {
   return resolved.then(() => apply(f, globalThis, args));
 }
 
-const CLASSES = ['Request', 'URL', 'AbortSignal', 'ReadableStream', 'ArrayBuffer'];
+// Each class and a getter of its prototype that throws for anything but its instances.
+const CLASSES = [['Request', 'url'], ['URL', 'href'], ['AbortSignal', 'aborted'], ['ReadableStream', 'locked'], ['ArrayBuffer', 'byteLength']];
+const tagOf = Object.prototype.toString;
 
 /**
  * `v instanceof` the global class numbered `c` (host.rs, `Class`), looked
- * up as it is now; false instead of a throw (a Proxy whose getPrototypeOf
- * trap throws, a host without that class).
+ * up as it is now, or an instance of that class from another realm (an
+ * iframe's Request, whose signal fetch honours): its tag says so and the
+ * class's brand-checking getter accepts it. False instead of a throw (a
+ * Proxy whose getPrototypeOf trap throws, a host without that class).
  */
 export function isA(v, c) {
+  const [name, member] = CLASSES[c];
   try {
-    return v instanceof globalThis[CLASSES[c]];
+    const C = globalThis[name];
+    if (v instanceof C) return true;
+    if (typeof v !== 'object' || v === null || apply(tagOf, v, []) !== `[object ${name}]`) return false;
+    apply(Reflect.getOwnPropertyDescriptor(C.prototype, member).get, v, []);
+    return true;
   } catch {
     return false;
   }

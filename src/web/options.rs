@@ -24,12 +24,27 @@ pub struct Reader<'a> {
     prefix: &'a str,
 }
 
+/// An object or a function: what a WebIDL dictionary may be read from.
+pub fn is_dictionary(v: &JsValue) -> bool {
+    v.is_object() || v.is_function()
+}
+
 impl<'a> Reader<'a> {
-    /// `undefined`/`null` read as an empty object; anything but an object is invalid.
+    /// `undefined`/`null` read as an empty object; anything but an object
+    /// (a function too) is invalid.
     pub fn new(obj: &'a JsValue, name: &'a str) -> Result<Reader<'a>, OptionsError> {
+        if obj.is_function() {
+            return Err(OptionsError::new(name, "must be an object"));
+        }
+        Reader::dictionary(obj, name)
+    }
+
+    /// As WebIDL reads a dictionary (fetch()'s `init`): a function is an
+    /// object with members too.
+    pub fn dictionary(obj: &'a JsValue, name: &'a str) -> Result<Reader<'a>, OptionsError> {
         let obj = if obj.is_undefined() || obj.is_null() {
             None
-        } else if obj.is_object() && !obj.is_function() {
+        } else if is_dictionary(obj) {
             Some(obj)
         } else {
             return Err(OptionsError::new(name, "must be an object"));

@@ -20,7 +20,7 @@ use super::engine::Engine;
 use super::fetch_init::{Fields, InitView};
 use super::host::{instance_of, location_href, new_request, parse_url, uuid_v4, Class};
 use super::layer::Layer;
-use super::options::{read_call, read_idempotency_key, read_signal, Reader};
+use super::options::{is_dictionary, read_call, read_idempotency_key, read_signal, Reader};
 use super::url::{endpoint, parse_href, read_base, Base};
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
 use crate::policy::guard::Spec;
@@ -208,12 +208,13 @@ impl Builder {
         init: &JsValue,
     ) -> std::result::Result<Built, Refused> {
         // An init that is no dictionary (a string, a number): the constructor's TypeError.
-        if !(init.is_undefined() || init.is_null() || init.is_object()) {
+        let dictionary = is_dictionary(init);
+        if !(init.is_undefined() || init.is_null() || dictionary) {
             return Err(Refused::Host(
                 new_request(input, init).err().unwrap_or_default(),
             ));
         }
-        let r = Reader::new(init, "init")?;
+        let r = Reader::dictionary(init, "init")?;
         let mut common = self.common(&r)?;
         let is_request = instance_of(input, Class::Request);
         let defaults = if is_request {
@@ -221,8 +222,7 @@ impl Builder {
         } else {
             self.defaults.clone()
         };
-        let view =
-            (init.is_object() || !defaults.is_empty()).then(|| InitView::new(init, defaults));
+        let view = (dictionary || !defaults.is_empty()).then(|| InitView::new(init, defaults));
         let source = match self.base.url() {
             Some(base) if !is_request => {
                 parse_url(input, base).map_err(Refused::Host)?.href().into()

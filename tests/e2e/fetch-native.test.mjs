@@ -165,6 +165,56 @@ test('caller abort: the signal\'s reason itself, rejected in the abort as the na
   assert.equal((await log('fn-abort-null')).length, 4, 'signal: null sent the aborted Request (native and ours, both hosts)');
 });
 
+test("another realm's (an iframe's) Request, URL and AbortSignal are theirs; an init that is a function is a dictionary", async () => {
+  const r = await inPage(async ([fault]) => {
+    const { createClient } = window.stormguard;
+    const client = await createClient({ retry: false, timeoutMs: 3000, crossTab: false });
+    const frame = document.createElement('iframe');
+    document.body.append(frame);
+    const other = frame.contentWindow;
+    // A Request of the iframe's realm whose signal is aborted in flight: rejected with its reason.
+    const viaRequest = async (f) => {
+      const ctl = new other.AbortController();
+      const p = f(new other.Request(`${fault}/hang?id=fn-realm`, { signal: ctl.signal })).then(() => 'resolved', (e) => e);
+      setTimeout(() => ctl.abort('realm stop'), 50);
+      const e = await p;
+      return e === 'realm stop' ? 'the reason' : String(e?.name ?? e);
+    };
+    // request() given the iframe's URL and, in its options, the iframe's signal.
+    const ctl = new other.AbortController();
+    const p = client.request(new other.URL(`${fault}/hang?id=fn-realm`), { signal: ctl.signal }).catch((e) => e);
+    setTimeout(() => ctl.abort('request stop'), 50);
+    const requested = await p;
+    const echoed = await client.request(new other.URL(`${fault}/echo?id=fn-realm`));
+    // WebIDL reads a dictionary from any object, a function too.
+    const fnInit = async (f) => {
+      const init = () => {};
+      init.method = 'POST';
+      init.body = 'from a function';
+      const res = await f(`${fault}/echo?id=fn-realm`, init);
+      const { method, body } = await res.json();
+      return { method, body };
+    };
+    const out = {
+      request: [await viaRequest((q) => fetch(q)), await viaRequest((q) => client.fetch(q))],
+      requested: [requested?.name, requested?.reason],
+      echoed: echoed.path,
+      fnInit: [await fnInit(fetch), await fnInit(client.fetch)],
+      options: await client.request(`${fault}/echo`, () => {}).catch((e) => `${e.name}:${e.option}`),
+      shape: [client.fetch.name, client.fetch.length, fetch.name, fetch.length],
+    };
+    frame.remove();
+    return out;
+  });
+  assert.deepEqual(r.request, ['the reason', 'the reason'], "the iframe's Request keeps its signal, as in native fetch");
+  assert.deepEqual(r.requested, ['AbortError', 'request stop'], "request() listens to the iframe's signal");
+  assert.equal(r.echoed, '/echo', "request() takes the iframe's URL");
+  assert.deepEqual(r.fnInit[0], { method: 'POST', body: 'from a function' });
+  assert.deepEqual(r.fnInit[1], r.fnInit[0], 'client.fetch reads a function init as native fetch does');
+  assert.equal(r.options, 'OptionsError:options', "request()'s options stay an object");
+  assert.deepEqual(r.shape, ['fetch', 1, 'fetch', 1], 'client.fetch is named and counts its arguments as fetch');
+});
+
 test('close(): DOMException AbortError, cause AbortError, in flight and after', async () => {
   const results = await both(async ([fault]) => {
     const { createClient, AbortError } = globalThis.stormguard ?? window.stormguard;
