@@ -466,7 +466,22 @@ class Client {
   }
 
   request(url, options) {
-    const p = this.#call('request', url, options);
+    return this.#beforeError(this.#call('request', url, options), options, false);
+  }
+
+  fetch(input, init = undefined) { // length 1, as fetch's
+    if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
+    return this.#beforeError(this.#call('fetch', input, init), init, true);
+  }
+
+  /**
+   * The client's beforeError hooks on what `p` rejects with, within the
+   * call's deadline. fetch() rejects as the host's fetch does: the hooks see
+   * the StormguardError its rejection carries as `cause`, and what they
+   * return is rejected with as fetch would (a caller's abort reason, which
+   * carries none, is left as it is).
+   */
+  #beforeError(p, options, asFetch) {
     const io = this.#io;
     if (!io?.hooks.beforeError.length) return p;
     let deadlineMs;
@@ -477,13 +492,12 @@ class Client {
     }
     const until = performance.now() + (typeof deadlineMs === 'number' ? deadlineMs : io.deadlineMs);
     return p.catch(async (e) => {
-      throw await io.error(e, until);
+      if (!asFetch) throw await io.error(e, until);
+      const own = e?.cause;
+      if (!isStormguardError(own)) throw e;
+      const next = await io.error(own, until);
+      throw next === own ? e : native(next);
     });
-  }
-
-  fetch(input, init = undefined) { // length 1, as fetch's
-    if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
-    return this.#call('fetch', input, init);
   }
 
   /** request() plus a last-good copy; `result.error` as its class. */

@@ -358,8 +358,10 @@ export interface Hooks {
   /**
    * The error a `request()` rejects with: return it or another
    * StormguardError (anything else: OptionsError). Awaited within the call's
-   * deadline; past it, the call rejects with its own error. (`fetch()`
-   * rejects as the host's fetch does; `schema()` resolves.)
+   * deadline; past it, the call rejects with its own error. `fetch()`
+   * rejects as the host's fetch does: the hooks get its rejection's `cause`,
+   * and what they return becomes that `cause` (a caller's abort reason is
+   * left as it is). `schema()` resolves and runs none.
    */
   beforeError?: OneOrMore<(error: AnyStormguardError) => StormguardError | Promise<StormguardError>>;
 }

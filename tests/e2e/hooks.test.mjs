@@ -315,7 +315,31 @@ test('hooks: beforeRetry false stops with the last error (retryDenied hook), nev
     const wrapped = await window.outcome(errors.request(`${window.fault}/status/500?id=h-error-hook`));
     const badly = await window.stormguard.createClient({ retry: false, hooks: { beforeError: () => new Error('plain') } });
     const bad = await window.outcome(badly.request(`${window.fault}/status/500?id=h-error-hook`));
-    return { asked, stopped, never, stats: client.stats(), wrapped, bad };
+    // fetch(): the hooks get the StormguardError its rejection carries, and what they
+    // return is rejected with as fetch would; a 5xx resolves; a caller's reason stays.
+    const seen = [];
+    const { NetworkError } = window.stormguard;
+    const fetching = await window.stormguard.createClient({
+      retry: false,
+      breaker: false,
+      hooks: {
+        beforeError: (e) => {
+          seen.push(e.name);
+          return e instanceof NetworkError ? new TimeoutError('wrapped network', { phase: 'attempt' }) : e;
+        },
+      },
+    });
+    const refused = await fetching.fetch('http://127.0.0.1:1/').catch((e) => e);
+    const status = (await fetching.fetch(`${window.fault}/status/500?id=h-error-hook`)).status;
+    const ctl = new AbortController();
+    const p = fetching.fetch(`${window.fault}/hang?id=h-error-hook`, { signal: ctl.signal }).catch((e) => e);
+    setTimeout(() => ctl.abort('mine'), 20);
+    const aborted = await p;
+    const viaFetch = {
+      refused: [refused instanceof DOMException, refused.name, refused.cause?.name, refused.cause?.message],
+      status, aborted, seen,
+    };
+    return { asked, stopped, never, stats: client.stats(), wrapped, bad, viaFetch };
   });
   assert.deepEqual(r.asked, [['HttpError', 503, 5, 1, 'string']], 'asked once, before the backoff; never for a 404');
   assert.equal(r.stopped.status, 503);
@@ -326,6 +350,12 @@ test('hooks: beforeRetry false stops with the last error (retryDenied hook), nev
   assert.equal(r.wrapped.name, 'TimeoutError');
   assert.equal(r.wrapped.message, 'wrapped 500 (seen)');
   assert.deepEqual([r.bad.name, r.bad.option], ['OptionsError', 'hooks']);
+  assert.deepEqual(r.viaFetch, {
+    refused: [true, 'TimeoutError', 'TimeoutError', 'wrapped network'],
+    status: 500,
+    aborted: 'mine',
+    seen: ['NetworkError'],
+  }, "fetch(): the hook's error, as fetch rejects with it; none for a response or the caller's reason");
 });
 
 test('extend: options merged over the parent\'s, one engine (breakers, slots), hooks appended, close() as a tree', async () => {
