@@ -821,6 +821,39 @@ async fn fetch_reads_init_as_the_native_fetch_does() {
     );
 }
 
+/// request() with a ReadableStream body where the host cannot send one
+/// (Firefox takes it for a string and would send "[object ReadableStream]"):
+/// an OptionsError naming `body`, nothing sent. Where it can (Chromium),
+/// the stream goes to the host (which refuses streaming uploads over
+/// HTTP/1.1: a NetworkError, not an OptionsError).
+#[wasm_bindgen_test]
+async fn request_refuses_a_stream_body_the_host_would_send_as_text() {
+    let id = test_id("stream-body");
+    let client = Client::new(obj(r#"{"retry": false, "breaker": false}"#)).unwrap();
+    let probe = js_sys::Function::new_no_args(
+        "return !new Request('data:,', { method: 'POST', body: new ReadableStream(), duplex: 'half' })
+           .headers.has('content-type')",
+    );
+    let streams = probe.call0(&JsValue::NULL).unwrap().as_bool().unwrap();
+    let options = js_sys::Function::new_no_args(
+        "return { method: 'POST', body: new ReadableStream({ start(c) { c.enqueue(new Uint8Array([104, 105])); c.close(); } }) }",
+    )
+    .call0(&JsValue::NULL)
+    .unwrap();
+    let err = JsFuture::from(client.request(url("/echo", &id).into(), options))
+        .await
+        .unwrap_err();
+    if streams {
+        assert_ne!(get(&err, "name").as_string().unwrap(), "OptionsError");
+    } else {
+        assert_eq!(get(&err, "name").as_string().unwrap(), "OptionsError");
+        assert_eq!(get(&err, "option").as_string().unwrap(), "body");
+        let message = get(&err, "message").as_string().unwrap();
+        assert!(message.contains("[object ReadableStream]"), "{message}");
+        assert_eq!(server_log(&id).await.length(), 0, "nothing sent");
+    }
+}
+
 /// A Request made in another realm (an iframe's) is a Request: fetch()
 /// honours its signal, as the browser's fetch does (it was taken for a URL
 /// string, its signal ignored until the attempt timed out).

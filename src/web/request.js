@@ -39,9 +39,11 @@ export function setQuery(url, query) {
  * A request() body as sent (request.rs, `target`): plain objects (null
  * prototype too) and arrays as JSON, with `content-type: application/json`
  * unless `headers` has one; every other BodyInit as it is. Throws 1 when
- * its prototype cannot be read, 2 when it cannot be encoded as JSON.
+ * its prototype cannot be read, 2 when it cannot be encoded as JSON, 3 for
+ * a `stream` (a ReadableStream) the host would send as its text.
  */
-export function encodeBody(body, headers) {
+export function encodeBody(body, headers, stream) {
+  if (stream && !streamsBodies()) throw 3;
   let step = 1;
   try {
     if (!Array.isArray(body)) {
@@ -56,6 +58,24 @@ export function encodeBody(body, headers) {
   }
   if (!headers.has('content-type')) headers.set('content-type', 'application/json');
   return body;
+}
+
+let streams;
+/**
+ * Whether the host's Request sends a ReadableStream body as a stream (once
+ * per page). Firefox and Safari take it for a string and would send the
+ * text "[object ReadableStream]", typed text/plain: what gives them away.
+ */
+function streamsBodies() {
+  if (streams === undefined) {
+    try {
+      const probe = new Request('data:,', { method: 'POST', body: new ReadableStream(), duplex: 'half' });
+      streams = !probe.headers.has('content-type');
+    } catch {
+      streams = false;
+    }
+  }
+  return streams;
 }
 
 /**

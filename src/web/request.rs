@@ -379,10 +379,11 @@ fn target(
             };
             // A stream body needs duplex 'half' (the Request constructor
             // refuses it otherwise); each attempt sends a clone of it.
-            if is_stream(&body) {
+            let stream = is_stream(&body);
+            if stream {
                 let _ = js_sys::Reflect::set(&init, &"duplex".into(), &"half".into());
             }
-            init.set_body(&encode_body(&body, &headers)?);
+            init.set_body(&encode_body(&body, &headers, stream)?);
             let request = Request::new_with_str_and_init(href, &init)
                 .map_err(|_| OptionsError::new("body", "cannot be sent with this method"))?;
             Ok(Target::request(request))
@@ -480,9 +481,13 @@ extern "C" {
     /// `query` set on the URL (request.js): 0, or what is wrong with it.
     #[wasm_bindgen(js_name = setQuery)]
     fn set_query_js(url: &Url, query: &JsValue) -> u32;
-    /// The body as sent (request.js); throws 1 or 2 for what is wrong.
+    /// The body as sent (request.js); throws 1, 2 or 3 for what is wrong.
     #[wasm_bindgen(js_name = encodeBody, catch)]
-    fn encode_body_js(body: &JsValue, headers: &Headers) -> std::result::Result<JsValue, JsValue>;
+    fn encode_body_js(
+        body: &JsValue,
+        headers: &Headers,
+        stream: bool,
+    ) -> std::result::Result<JsValue, JsValue>;
     /// A `Headers`' fields as text (request.js): `\nname:value` each with
     /// `values`, else `name\n` each.
     #[wasm_bindgen(js_name = headerLines)]
@@ -512,10 +517,12 @@ fn set_query(url: &Url, query: &JsValue) -> Result<()> {
 
 /// Plain objects and arrays go as JSON; every other BodyInit as it is
 /// (request.js, which measured smaller than the same in wasm).
-fn encode_body(body: &JsValue, headers: &Headers) -> Result<JsValue> {
-    encode_body_js(body, headers).map_err(|code| {
+fn encode_body(body: &JsValue, headers: &Headers, stream: bool) -> Result<JsValue> {
+    encode_body_js(body, headers, stream).map_err(|code| {
         let reason = match code.as_f64() {
             Some(1.0) => "could not be read",
+            // Firefox and Safari take a stream for a string.
+            Some(3.0) => "cannot be a ReadableStream here: this browser sends \"[object ReadableStream]\"",
             _ => "could not be encoded as JSON",
         };
         OptionsError::new("body", reason)
