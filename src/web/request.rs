@@ -522,7 +522,9 @@ fn encode_body(body: &JsValue, headers: &Headers, stream: bool) -> Result<JsValu
         let reason = match code.as_f64() {
             Some(1.0) => "could not be read",
             // Firefox and Safari take a stream for a string.
-            Some(3.0) => "cannot be a ReadableStream here: this browser sends \"[object ReadableStream]\"",
+            Some(3.0) => {
+                "cannot be a ReadableStream here: this browser sends \"[object ReadableStream]\""
+            }
             _ => "could not be encoded as JSON",
         };
         OptionsError::new("body", reason)
