@@ -333,11 +333,15 @@ class Io {
     return request;
   }
 
-  /** The afterResponse hooks: each may return a Response to use instead. */
+  /**
+   * The afterResponse hooks: each gets a clone of the response (as ky's do),
+   * so one that reads the body leaves the call's own unread, and may return
+   * a Response to use instead.
+   */
   async after(request, response, requestId, attempt, method, url) {
     const info = { requestId, attempt, method, url };
     for (const f of this.hooks.afterResponse) {
-      const next = await call(f, [request, response, info], (e) => failed('hooks', 'afterResponse threw', e));
+      const next = await call(f, [request, response.clone(), info], (e) => failed('hooks', 'afterResponse threw', e));
       if (next === undefined || next === null) continue;
       if (!(next instanceof Response)) throw failed('hooks', 'afterResponse must return a Response or nothing');
       response = next;
@@ -385,15 +389,21 @@ class Io {
    */
   async error(e, until) {
     const own = e;
+    // A hook's failure ends the call as the call ended: its id, attempts and time.
+    const fail = (reason, cause) => {
+      const x = failed('hooks', reason, cause);
+      if (isStormguardError(own)) ({ requestId: x.requestId, attempts: x.attempts, elapsedMs: x.elapsedMs } = own);
+      return x;
+    };
     const work = (async () => {
       for (const f of this.hooks.beforeError) {
         let next;
         try {
           next = await f(e);
         } catch (x) {
-          return failed('hooks', 'beforeError threw', x);
+          return fail('beforeError threw', x);
         }
-        if (!isStormguardError(next)) return failed('hooks', 'beforeError must return a StormguardError');
+        if (!isStormguardError(next)) return fail('beforeError must return a StormguardError');
         e = next;
       }
       return e;

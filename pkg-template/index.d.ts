@@ -343,7 +343,11 @@ export interface Hooks {
    * else OptionsError).
    */
   beforeRequest?: OneOrMore<(request: Request, info: AttemptInfo) => Request | void | Promise<Request | void>>;
-  /** When an attempt's response headers arrive: return a Response to use instead (classification uses it). */
+  /**
+   * When an attempt's response headers arrive, with a clone of the response
+   * (as ky's: reading it leaves the call's own body): return a Response to
+   * use instead (classification uses it).
+   */
   afterResponse?: OneOrMore<
     (request: Request, response: Response, info: AttemptInfo) => Response | void | Promise<Response | void>
   >;

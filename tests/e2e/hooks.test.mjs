@@ -243,7 +243,15 @@ test('hooks: beforeRequest changes headers or returns a Request; afterResponse r
     const echo = await client.request(`${window.fault}/echo?id=h-hooks`);
     const replaced = await client.request(`${window.fault}/status/503?id=h-hooks-503`);
     const worse = await window.outcome(client.request(`${window.fault}/echo?id=h-hooks-500&make=500`, { retry: { maxAttempts: 2, baseDelayMs: 1 } }));
-    return { headers: echo.headers, replaced, worse, seen };
+    // A hook that reads the body gets a clone (as ky's): the call's own body is still there.
+    const bodies = [];
+    const reading = await window.stormguard.createClient({
+      hooks: { afterResponse: async (request, response) => { bodies.push((await response.json()).path); } },
+    });
+    const read = await reading.request(`${window.fault}/echo?id=h-hooks-read`);
+    const fetched = await reading.fetch(`${window.fault}/echo?id=h-hooks-read`);
+    const readBack = [read.path, fetched.bodyUsed, (await fetched.json()).path, bodies, reading.breakers()[0].state];
+    return { headers: echo.headers, replaced, worse, seen, readBack };
   });
   assert.equal(r.headers['x-in-place'], 'yes');
   assert.equal(r.headers['x-replaced'], 'yes');
@@ -252,6 +260,9 @@ test('hooks: beforeRequest changes headers or returns a Request; afterResponse r
   assert.equal(r.worse.status, 500, 'a 200 made a 500 is retried as one');
   assert.equal(r.worse.attempts, 2);
   assert.deepEqual(r.seen.slice(0, 2), [['before', 1, 'GET', 'string', true], ['after', 1, 200, 'yes']]);
+  assert.deepEqual(r.readBack, ['/echo', false, '/echo', ['/echo', '/echo'], 'closed'],
+    'a hook that reads the body leaves the call its own: no failure, no retry, the breaker closed');
+  assert.equal((await log('h-hooks-read')).length, 2, 'one attempt per call');
 });
 
 test('hooks: a beforeRequest to another origin, a throwing hook and a hanging one end typed, send nothing, free the slot', async () => {
@@ -315,6 +326,9 @@ test('hooks: beforeRetry false stops with the last error (retryDenied hook), nev
     const wrapped = await window.outcome(errors.request(`${window.fault}/status/500?id=h-error-hook`));
     const badly = await window.stormguard.createClient({ retry: false, hooks: { beforeError: () => new Error('plain') } });
     const bad = await window.outcome(badly.request(`${window.fault}/status/500?id=h-error-hook`));
+    const throwing = await window.stormguard.createClient({ retry: false, hooks: { beforeError: () => { throw new Error('x'); } } });
+    const thrown = await throwing.request(`${window.fault}/status/500?id=h-error-hook`).catch((e) => e);
+    const threw = [thrown.name, thrown.option, thrown.cause?.message, thrown.attempts, thrown.requestId !== '', thrown.elapsedMs > 0];
     // fetch(): the hooks get the StormguardError its rejection carries, and what they
     // return is rejected with as fetch would; a 5xx resolves; a caller's reason stays.
     const seen = [];
@@ -339,7 +353,7 @@ test('hooks: beforeRetry false stops with the last error (retryDenied hook), nev
       refused: [refused instanceof DOMException, refused.name, refused.cause?.name, refused.cause?.message],
       status, aborted, seen,
     };
-    return { asked, stopped, never, stats: client.stats(), wrapped, bad, viaFetch };
+    return { asked, stopped, never, stats: client.stats(), wrapped, bad, viaFetch, threw };
   });
   assert.deepEqual(r.asked, [['HttpError', 503, 5, 1, 'string']], 'asked once, before the backoff; never for a 404');
   assert.equal(r.stopped.status, 503);
@@ -350,6 +364,7 @@ test('hooks: beforeRetry false stops with the last error (retryDenied hook), nev
   assert.equal(r.wrapped.name, 'TimeoutError');
   assert.equal(r.wrapped.message, 'wrapped 500 (seen)');
   assert.deepEqual([r.bad.name, r.bad.option], ['OptionsError', 'hooks']);
+  assert.deepEqual(r.threw, ['OptionsError', 'hooks', 'x', 1, true, true], "a throwing beforeError keeps the call's id, attempts and time");
   assert.deepEqual(r.viaFetch, {
     refused: [true, 'TimeoutError', 'TimeoutError', 'wrapped network'],
     status: 500,
