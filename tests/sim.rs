@@ -130,6 +130,7 @@ impl Sim {
             has_key: false,
             cfg: CallConfig::resolve(&cfg, &Default::default()).unwrap(),
             prefer_cache: false,
+            refusable: false,
         }));
         Self {
             fault,

@@ -74,6 +74,12 @@ pub struct Spec {
     /// `schema()`: an offline host or a hold fails the call at once (the
     /// cache answers) instead of waiting.
     pub prefer_cache: bool,
+    /// The request's own settings may make the host reject it (`redirect`
+    /// 'error' or 'manual', an `integrity`, `cache: 'only-if-cached'`), and
+    /// the host's rejection cannot be told from a network failure: such a
+    /// rejection is neither a breaker sample nor retried (API.md, revised
+    /// 2026-12-07).
+    pub refusable: bool,
 }
 
 /// One call's progress through the loop.
@@ -631,6 +637,7 @@ mod tests {
             has_key: false,
             cfg: cfg.clone(),
             prefer_cache: false,
+            refusable: false,
         }))
     }
 
@@ -834,6 +841,49 @@ mod tests {
                 "{end:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_rejection_the_request_itself_may_cause_is_no_sample_and_not_retried() {
+        // `redirect: 'error'`, an `integrity`, `cache: 'only-if-cached'`:
+        // the host's refusal reads as a network error. Three in a row open
+        // the breaker of an ordinary request; these leave it empty.
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let own = &*Box::leak(Box::new(Spec {
+            refusable: true,
+            ..spec(&cc, "GET").clone()
+        }));
+        let mut g = Guard::new(&client);
+        for i in 0..5 {
+            let now = f64::from(i);
+            let mut c = g.start(own, now);
+            let s = send(&mut g, &mut c, now);
+            let end = Ended::Network { offline: false };
+            assert_eq!(settle(&mut g, &mut c, &s, end, now), Verdict::End);
+        }
+        assert_eq!(window(&mut g, 5.0), (0, 0));
+        assert_eq!(g.stats.retries, 0);
+        assert_eq!(g.next_half_open(), None, "never opened");
+        // A hedge leg refused so: no sample either.
+        let mut c = g.start(own, 6.0);
+        let s = send(&mut g, &mut c, 6.0);
+        let end = Ended::Network { offline: false };
+        g.leg_failed(&mut c, s.permit, &end, None, 6.0, 0.0);
+        assert_eq!(window(&mut g, 6.0), (0, 0));
+        // Its answers and timeouts still count as any request's.
+        let mut c = g.start(own, 7.0);
+        let s = send(&mut g, &mut c, 7.0);
+        let retry = Verdict::Retry { delay_ms: 1000.0 };
+        assert_eq!(settle(&mut g, &mut c, &s, UNAVAILABLE, 7.0), retry);
+        assert_eq!(window(&mut g, 7.0), (1, 1));
+        // The same failure of an ordinary request is a sample, retried.
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        let end = Ended::Network { offline: false };
+        assert_eq!(settle(&mut g, &mut c, &s, end, 0.0), retry);
+        assert_eq!(window(&mut g, 0.0), (1, 1));
     }
 
     #[test]

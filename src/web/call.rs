@@ -9,6 +9,7 @@ use wasm_bindgen::JsValue;
 use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
+use super::convert::get;
 use super::layer::Layer;
 use crate::policy::credentials::Credentials;
 use crate::policy::guard::Spec;
@@ -122,6 +123,23 @@ impl Target {
             Target::Url { headers, .. } => headers.clone(),
             Target::Request { request, .. } => Some(request.headers()),
         }
+    }
+
+    /// Its own settings may make the host reject it (see
+    /// `Spec::refusable`): `redirect` other than 'follow', an `integrity`,
+    /// or `cache: 'only-if-cached'`, read from the Request (or the init a
+    /// keepalive fetch(url, init) sends).
+    pub fn refusable(&self) -> bool {
+        let from: &JsValue = match self {
+            Target::Url { init, .. } => init.as_ref(),
+            Target::Request { request, .. } => request.as_ref(),
+        };
+        let read = |k| get(from, k).ok().and_then(|v| v.as_string());
+        // 'follow' and '' are what a Request reads when not given.
+        let given = |k, usual: &str| read(k).is_some_and(|v| v != usual);
+        given("redirect", "follow")
+            || given("integrity", "")
+            || read("cache").is_some_and(|c| c == "only-if-cached")
     }
 
     /// Whom the call speaks for: the identity of the credential headers it

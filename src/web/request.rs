@@ -331,6 +331,7 @@ impl Builder {
             has_key,
             cfg: common.cfg,
             prefer_cache: false,
+            refusable: target.refusable(),
         };
         let request_id = cat(&[&self.tag, "-", &decimal(engine.next_id())]);
         let layer = self.layer.clone();

@@ -283,6 +283,60 @@ test('invalid input: the Request constructor\'s TypeError, as native fetch gives
   assert.equal((await log('fn-invalid')).length, 0, 'nothing was sent');
 });
 
+test("a request's own refusal (redirect 'error'/'manual', integrity, only-if-cached) is no breaker sample and not retried", async () => {
+  // The Web Platform Tests' fetch/api cases that fail on purpose: with the
+  // defaults they opened the breaker, and the page's next ordinary requests
+  // met an open circuit. A breaker that opens at one failure shows it.
+  const { chromium, node } = await both(async ([fault]) => {
+    const { createClient, NetworkError } = globalThis.stormguard ?? window.stormguard;
+    const where = typeof window === 'object' ? 'page' : 'node';
+    const client = await createClient({
+      retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 1 },
+      breaker: { consecutiveFailures: 1, openMs: 60000, maxOpenMs: 60000 },
+      crossTab: false,
+    });
+    const u = (id) => `${fault}/json?id=own-${where}-${id}`;
+    const loop = (id) => `${fault}/redirect-loop?id=own-${where}-${id}`;
+    const bad = 'sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=';
+    const cases = {
+      'redirect error': [loop('redirect'), { redirect: 'error' }],
+      'integrity': [u('integrity'), { integrity: bad }],
+      'Request with integrity': [new Request(u('request-integrity'), { integrity: bad })],
+    };
+    // Node's fetch has no HTTP cache: it sends an only-if-cached request.
+    if (where === 'page') cases['only-if-cached'] = [u('cached'), { cache: 'only-if-cached', mode: 'same-origin' }];
+    const out = {};
+    for (const [name, [input, init]] of Object.entries(cases)) {
+      const e = await client.fetch(input, init).catch((x) => x);
+      out[name] = { type: e instanceof TypeError, network: e?.cause instanceof NetworkError, attempts: e?.cause?.attempts, denied: e?.cause?.retryDenied };
+    }
+    // request(): the same, as a NetworkError.
+    const e = await client.request(loop('request'), { redirect: 'error' }).catch((x) => x);
+    out['request() redirect error'] = { type: e instanceof TypeError, network: e instanceof NetworkError, attempts: e?.attempts, denied: e?.retryDenied };
+    // 'manual' with a Request that the host refuses as for 'error' would
+    // be no sample either; here it resolves (an opaque redirect, or the
+    // 302 itself in Node): an answer, whatever its status.
+    const manual = await client.fetch(loop('manual'), { redirect: 'manual' }).then((r) => r.type, (x) => x?.cause?.code);
+    // Nothing opened: the same endpoints still answer.
+    const breakers = client.breakers().filter((b) => b.state !== 'closed').map((b) => b.key);
+    const after = (await client.fetch(u('integrity'))).status;
+    return { out, manual, breakers, after, where };
+  });
+  for (const r of [chromium, node]) {
+    for (const [name, c] of Object.entries(r.out)) {
+      assert.deepEqual(c, { type: name.startsWith('request()') ? false : true, network: true, attempts: 1, denied: undefined }, `${r.where}: ${name}`);
+    }
+    assert.deepEqual(r.breakers, [], `${r.where}: no breaker opened`);
+    assert.equal(r.after, 200, r.where);
+    assert.notEqual(r.manual, 'CIRCUIT_OPEN', r.where);
+  }
+  for (const where of ['page', 'node']) {
+    for (const id of ['redirect', 'integrity', 'request-integrity', 'request']) {
+      assert.equal((await log(`own-${where}-${id}`)).length, id === 'integrity' ? 2 : 1, `${where} ${id}: sent once`);
+    }
+  }
+});
+
 test('fetch(): referrer and referrerPolicy are sent, on every attempt (Referer at the server equals native)', async () => {
   const r = await inPage(async ([fault]) => {
     const { createClient } = window.stormguard;

@@ -48,7 +48,10 @@ impl Guard {
             }
             _ => Outcome::Network,
         };
-        let s = sample(outcome, &self.failure_statuses);
+        let s = match outcome {
+            Outcome::Network if c.spec.refusable => Sample::Ignored,
+            _ => sample(outcome, &self.failure_statuses),
+        };
         self.record(&c.spec.key, permit, s, now);
     }
 
@@ -101,6 +104,13 @@ impl Guard {
             Ended::Timeout => {
                 self.stats.timeouts += 1;
                 (Outcome::Timeout, None)
+            }
+            // The host may have refused the request for its own settings
+            // (`Spec::refusable`): no sign of the backend's health, and the
+            // same request would be refused again.
+            Ended::Network { offline: false } if c.spec.refusable => {
+                self.record(key, permit, Sample::Ignored, now);
+                return Verdict::End;
             }
             Ended::Network { .. } => (Outcome::Network, None),
             Ended::Status {
