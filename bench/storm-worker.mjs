@@ -92,7 +92,12 @@ async function loadLibs() {
   const libs = {};
   if (cfg.strategy === 'ky') libs.ky = (await import('ky')).default;
   if (cfg.strategy === 'cockatiel') libs.cockatiel = await import('cockatiel');
-  if (cfg.strategy === 'stormguard') libs.createClient = (await import('../pkg/node.js')).createClient;
+  if (cfg.strategy === 'stormguard') {
+    // Each simulated client is a browser tab: a page's defaults, which createClient picks where
+    // there is a `window` (a server's differ: README, "Frameworks and tools").
+    globalThis.window ??= globalThis;
+    libs.createClient = (await import('../pkg/node.js')).createClient;
+  }
   return libs;
 }
 

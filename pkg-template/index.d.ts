@@ -44,7 +44,8 @@ export interface BreakerOptions {
   /** Opens when failures/samples > failureRate; default 0.5. */
   failureRate?: number;
   /**
-   * Also opens after this many failures in a row; default 3; false: off (the failure rate alone). Counted per
+   * Also opens after this many failures in a row; default 3 in a page, false on a server (no `window`); false: off
+   * (the failure rate alone). Counted per
    * origin too: when this many failures in a row (no success between) span two or more endpoints of one origin
    * (default keys) failing together (each sent before another's failure came back), every endpoint that failed in
    * the run opens, and they probe one at a time until the origin answers well again (a page load's burst in an
@@ -79,9 +80,9 @@ export interface BreakerOptions {
 }
 
 export interface ConcurrencyOptions {
-  /** Attempts in flight per client; default 6. */
+  /** Attempts in flight per client; default 6 in a page, 256 where there is no `window` (a server). */
   max?: number;
-  /** Calls that may wait for a slot; default 100; 0 = no waiting. */
+  /** Calls that may wait for a slot; default 100 in a page, 10000 on a server; 0 = no waiting. */
   queue?: number;
 }
 

@@ -238,7 +238,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // a throwing beforeError keeps the call's requestId, attempts and elapsedMs: +49, 96,757. A
 // rejection of a request with redirect 'error'/'manual', an integrity or cache 'only-if-cached'
 // is no breaker sample and not retried (its settings read from the Request): +212, 96,969.
-const SIZE_BUDGET_BYTES = 96_969;
+// Server defaults (issue 40 item 1): where there is no `window`, concurrency { max: 256, queue:
+// 10000 } and no consecutive-failures rule, the second default set picked at createClient: +170
+// (measured on 96,757), 97,144 with the line above.
+const SIZE_BUDGET_BYTES = 97_144;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

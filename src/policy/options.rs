@@ -19,7 +19,7 @@
 //! * `breaker.maxOpenMs` must be >= `openMs`; when absent it is
 //!   `max(2000, openMs)`, so raising `openMs` alone is valid;
 //! * `breaker.consecutiveFailures` is a count or `false` (off); absent, it
-//!   is the default 3;
+//!   is the host's default ([`HostDefaults`]: 3 in a page, off on a server);
 //! * `storage.maxEntryBytes` is an integer >= 1;
 //! * every integer option is at most 2^31-1;
 //! * `retry.statuses` and `retry.methods` may be empty lists (retry nothing;
@@ -44,6 +44,51 @@ pub use super::raw_options::{
 pub const DEFAULT_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
 
 const DEFAULT_METHODS: [&str; 5] = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"];
+
+/// Where a client runs, which picks its default set once, at
+/// `createClient` (API.md "Server defaults"). A page serves one user; where
+/// there is no `window` (Node, Bun, Deno, Cloudflare Workers) one client
+/// serves many users, so two defaults differ ([`HostDefaults`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Host {
+    #[default]
+    Page,
+    Server,
+}
+
+/// The defaults that differ by host: the second default set is this row,
+/// every other default is the same everywhere.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostDefaults {
+    /// A page's 6 slots are the browser's own per-host connection limit;
+    /// a server's calls are its users' (30 users behind a 1 s backend
+    /// waited 5.2 s with 6 slots), so only a runaway is bounded there.
+    pub concurrency: LimiterConfig,
+    /// `breaker.consecutiveFailures`. A page's failures in a row are its
+    /// one user's view of the backend; a server's may all be one user's
+    /// (a `/me` that fails for that user alone), so there the breaker opens
+    /// on its failure rate only, which needs `minSamples` from all users.
+    pub consecutive_failures: Option<u32>,
+}
+
+impl Host {
+    /// A page's are the `Default` impls' (API.md's table).
+    pub fn defaults(self) -> HostDefaults {
+        match self {
+            Host::Page => HostDefaults {
+                concurrency: LimiterConfig::default(),
+                consecutive_failures: BreakerConfig::default().consecutive_failures,
+            },
+            Host::Server => HostDefaults {
+                concurrency: LimiterConfig {
+                    max: 256,
+                    queue: 10_000,
+                },
+                consecutive_failures: None,
+            },
+        }
+    }
+}
 
 type Result<T> = std::result::Result<T, OptionsError>;
 
@@ -343,12 +388,11 @@ impl Default for BudgetConfig {
 }
 
 impl BudgetConfig {
-    fn from_members(g: &[Given]) -> Result<Self> {
+    fn from_members(g: &[Given], d: Self) -> Result<Self> {
         check("budget", &BUDGET, g)?;
         let [ratio, min_retries, window_ms] = g else {
             return Err(unread("budget"));
         };
-        let d = Self::default();
         Ok(Self {
             ratio: ratio.num().unwrap_or(d.ratio),
             min_retries: min_retries.num().map_or(d.min_retries, |v| v as u32),
@@ -390,7 +434,16 @@ impl Default for BreakerConfig {
 }
 
 impl BreakerConfig {
-    fn from_members(g: &[Given]) -> Result<Self> {
+    /// The defaults on `host`.
+    pub fn on(host: Host) -> Self {
+        Self {
+            consecutive_failures: host.defaults().consecutive_failures,
+            ..Self::default()
+        }
+    }
+
+    /// `breaker`'s members over the defaults `d`.
+    fn from_members(g: &[Given], d: Self) -> Result<Self> {
         let [window_ms, min_samples, failure_rate, consecutive, open_ms, max_open_ms, probes, mode, k] =
             g
         else {
@@ -400,7 +453,6 @@ impl BreakerConfig {
         // `k` (last) only in adaptive mode.
         let checked = if adaptive { g.len() } else { g.len() - 1 };
         check("breaker", &BREAKER, g.get(..checked).unwrap_or(g))?;
-        let d = Self::default();
         let open_ms = open_ms.num().unwrap_or(d.open_ms);
         let max_open_ms = max_open_ms.num().unwrap_or(d.max_open_ms.max(open_ms));
         if max_open_ms < open_ms {
@@ -438,12 +490,12 @@ impl Default for LimiterConfig {
 }
 
 impl LimiterConfig {
-    fn from_members(g: &[Given]) -> Result<Self> {
+    /// `concurrency`'s members over the defaults `d`.
+    fn from_members(g: &[Given], d: Self) -> Result<Self> {
         check("concurrency", &CONCURRENCY, g)?;
         let [max, queue] = g else {
             return Err(unread("concurrency"));
         };
-        let d = Self::default();
         Ok(Self {
             max: max.num().map_or(d.max, |v| v as u32),
             queue: queue.num().map_or(d.queue, |v| v as u32),
@@ -467,12 +519,11 @@ impl Default for StorageConfig {
 }
 
 impl StorageConfig {
-    fn from_members(g: &[Given]) -> Result<Self> {
+    fn from_members(g: &[Given], d: Self) -> Result<Self> {
         check("storage", &STORAGE, g)?;
         let [prefix, max_entry_bytes] = g else {
             return Err(unread("storage"));
         };
-        let d = Self::default();
         Ok(Self {
             prefix: prefix.text().map_or(d.prefix, str::to_owned),
             max_entry_bytes: max_entry_bytes
@@ -526,28 +577,40 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
-    /// A client's settings from its options' members ([`CLIENT`]).
-    /// The groups a derived client shares are made here; the rest is what
-    /// `extend()` may set too, over the defaults.
-    pub fn from_members(g: &[Given]) -> Result<ClientConfig> {
+    /// A client's settings from its options' members ([`CLIENT`]), over
+    /// `host`'s defaults. The groups a derived client shares are made
+    /// here; the rest is what `extend()` may set too, over the defaults.
+    pub fn from_members(g: &[Given], host: Host) -> Result<ClientConfig> {
         let [_, _, _, _, budget, breaker, concurrency, _, _, cross_tab, _, _, storage] = g else {
             return Err(unread("options"));
         };
         let d = Self::default();
         let shared = ClientConfig {
-            budget: toggle(budget, BudgetConfig::from_members)?,
-            breaker: toggle(breaker, BreakerConfig::from_members)?,
-            concurrency: toggle(concurrency, LimiterConfig::from_members)?,
+            budget: toggle(budget, BudgetConfig::default(), BudgetConfig::from_members)?,
+            breaker: toggle(
+                breaker,
+                BreakerConfig::on(host),
+                BreakerConfig::from_members,
+            )?,
+            concurrency: toggle(
+                concurrency,
+                host.defaults().concurrency,
+                LimiterConfig::from_members,
+            )?,
             cross_tab: cross_tab.flag().unwrap_or(d.cross_tab),
-            storage: toggle(storage, StorageConfig::from_members)?,
+            storage: toggle(
+                storage,
+                StorageConfig::default(),
+                StorageConfig::from_members,
+            )?,
             ..d
         };
         shared.over(g)
     }
 
-    /// [`ClientConfig::from_members`] of options written in Rust.
+    /// [`ClientConfig::from_members`] of options written in Rust, in a page.
     pub fn from_raw(raw: &RawClientOptions) -> Result<ClientConfig> {
-        Self::from_members(&raw.members())
+        Self::from_members(&raw.members(), Host::Page)
     }
 
     /// A derived client's settings (`client.extend(options)`, its members
@@ -676,13 +739,13 @@ fn timeout_of(timeout: &Given, gateway: &Given, default: f64) -> Result<f64> {
     }
 }
 
-/// A sub-option as given: absent (its defaults), `false` (off), or its
-/// members, which `build` makes a config of.
-fn toggle<C: Default>(g: &Given, build: impl FnOnce(&[Given]) -> Result<C>) -> Result<Option<C>> {
+/// A sub-option as given: absent (its defaults `d`), `false` (off), or
+/// its members, which `build` makes a config of over `d`.
+fn toggle<C>(g: &Given, d: C, build: impl FnOnce(&[Given], C) -> Result<C>) -> Result<Option<C>> {
     match g {
         Given::Off => Ok(None),
-        Given::Group(m) => build(m).map(Some),
-        _ => Ok(Some(C::default())),
+        Given::Group(m) => build(m, d).map(Some),
+        _ => Ok(Some(d)),
     }
 }
 
@@ -968,6 +1031,82 @@ mod tests {
             (s.prefix.as_str(), s.max_entry_bytes),
             ("stormguard:", 262_144)
         );
+    }
+
+    /// API.md "Server defaults": without a `window`, 256 slots and a queue
+    /// of 10000, and no breaker opening on one user's failures in a row;
+    /// what is given explicitly wins, member by member, and the rest of the
+    /// defaults are a page's.
+    #[test]
+    fn a_server_starts_from_its_own_default_set() {
+        let server =
+            |raw: RawClientOptions| ClientConfig::from_members(&raw.members(), Host::Server);
+        let c = server(RawClientOptions::default()).unwrap();
+        assert_eq!(
+            c.concurrency,
+            Some(LimiterConfig {
+                max: 256,
+                queue: 10_000
+            })
+        );
+        let br = c.breaker.clone().unwrap();
+        assert_eq!(br.consecutive_failures, None);
+        let page = ClientConfig::default();
+        let same = ClientConfig {
+            concurrency: page.concurrency.clone(),
+            breaker: Some(BreakerConfig {
+                consecutive_failures: Some(3),
+                ..br
+            }),
+            ..c.clone()
+        };
+        assert_eq!(same, page, "only the two defaults differ");
+        // Given members win; the others stay the server's.
+        let given = server(RawClientOptions {
+            concurrency: Toggle::On(RawConcurrency {
+                max: Some(8.0),
+                ..Default::default()
+            }),
+            breaker: Toggle::On(RawBreaker {
+                min_samples: Some(4.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            given.concurrency,
+            Some(LimiterConfig {
+                max: 8,
+                queue: 10_000
+            })
+        );
+        let br = given.breaker.unwrap();
+        assert_eq!((br.min_samples, br.consecutive_failures), (4, None));
+        let consecutive = server(RawClientOptions {
+            breaker: Toggle::On(RawBreaker {
+                consecutive_failures: Toggle::On(3.0),
+                ..Default::default()
+            }),
+            concurrency: Toggle::Off,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(consecutive.breaker.unwrap().consecutive_failures, Some(3));
+        assert_eq!(consecutive.concurrency, None);
+        // A page's set is unchanged by the options given alike.
+        let page_breaker = client(RawClientOptions {
+            breaker: Toggle::On(RawBreaker {
+                min_samples: Some(4.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(page_breaker.breaker.unwrap().consecutive_failures, Some(3));
+        // A derived client keeps its root's set.
+        let child = c.extended(&RawClientOptions::default()).unwrap();
+        assert_eq!(child.concurrency, c.concurrency);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
 use super::hooks::{flag, Io};
-use super::host::now_ms;
+use super::host::{host, now_ms};
 use super::layer::Layer;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built, Refused};
@@ -244,7 +244,7 @@ impl Client {
     fn build(options: &JsValue) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
         let transport = Transport::read(&r, None)?;
-        let cfg = ClientConfig::from_members(&read_client(&r)?)?;
+        let cfg = ClientConfig::from_members(&read_client(&r)?, host())?;
         let builder = Builder::read(&r, cfg.clone(), Layer::new(None, None))?;
         let prefix = cfg
             .storage

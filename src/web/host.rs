@@ -6,6 +6,7 @@ use wasm_bindgen::JsCast;
 
 use super::convert::get;
 use crate::policy::clock::Clock;
+use crate::policy::options::Host;
 
 #[wasm_bindgen]
 extern "C" {
@@ -289,6 +290,16 @@ pub fn is_offline() -> bool {
 /// The global object.
 pub fn global() -> js_sys::Object {
     GLOBAL_THIS.with(js_sys::Object::clone)
+}
+
+/// Which default set a client made here starts from (API.md "Server
+/// defaults"): a page's where the host has a `window`, else a server's
+/// (Node, Bun, Deno, Cloudflare Workers). Read at each `createClient`.
+pub fn host() -> Host {
+    match get(&global(), "window") {
+        Ok(w) if w.is_object() => Host::Page,
+        _ => Host::Server,
+    }
 }
 
 /// The global object as an event target (window or worker scope), where it is one.
