@@ -45,10 +45,10 @@ test('HttpError fields and fetch() drop-in in Node', async () => {
   assert.equal(res.status, 404, 'fetch() resolves whatever the status');
 });
 
-test('breaker defaults: 3 failures in a row open it for 2 s; consecutiveFailures false leaves it to the rate', async () => {
+test("breaker: 3 failures in a row (a page's default; given here, as a server's is false) open it for 2 s; consecutiveFailures false leaves it to the rate", async () => {
   const { CircuitOpenError, OptionsError } = await import('../../pkg/node.js');
   const url = `${server.url}/status/503?id=node-breaker-defaults`;
-  const client = await createClient({ retry: false });
+  const client = await createClient({ retry: false, breaker: { consecutiveFailures: 3 } });
   for (let i = 0; i < 3; i++) await assert.rejects(client.request(url), HttpError);
   const [b] = client.breakers();
   assert.equal(b.state, 'open', 'open after the third failure in a row, well under minSamples (10)');
@@ -82,8 +82,9 @@ test('a page load failing on every endpoint of its backend sends no retry: its b
   // before the other endpoints' failures are back is rightly sent (CI saw 7 attempts once,
   // on a busy machine); equal jitter waits at least 500 ms, far past the responses' spread.
   // The native guard test proves the same at the defaults in virtual time.
+  // consecutiveFailures: 3, a page's default (a server's is false: tests/e2e/server-defaults.test.mjs).
   const id = 'node-page-outage';
-  const client = await createClient({ retry: { jitter: 'equal' } });
+  const client = await createClient({ retry: { jitter: 'equal' }, breaker: { consecutiveFailures: 3 } });
   const paths = ['/status/500', '/status/502', '/status/503'];
   const ends = await Promise.all(
     paths.flatMap((p) => [1, 2].map((n) => client.request(`${server.url}${p}?id=${id}&n=${n}`).catch((e) => e))),
@@ -94,7 +95,7 @@ test('a page load failing on every endpoint of its backend sends no retry: its b
   assert.equal(client.stats().attempts, 6);
 
   // One endpoint failing after another kept failing is that endpoint's failure: it is retried.
-  const alone = await createClient({ retry: { baseDelayMs: 5 } });
+  const alone = await createClient({ retry: { baseDelayMs: 5 }, breaker: { consecutiveFailures: 3 } });
   await assert.rejects(alone.request(`${server.url}/status/503?id=${id}-alone`), HttpError);
   assert.equal((await log(`${id}-alone`)).length, 3, 'three attempts, and its breaker opens');
   const body = await alone.request(`${server.url}/fail-first?n=1&id=${id}-alone`);
@@ -318,7 +319,8 @@ const call = (...fields) => [['type', 'string'], ['requestId', 'string'], ['meth
   ['attempt', 'number'], ...fields];
 
 test('stats(), breakers() and events: exact keys in order, numbers (never BigInt), no undefined fields', async () => {
-  const client = await createClient({ timeoutMs: 150, retry: { baseDelayMs: 5, maxAttempts: 2 } });
+  // consecutiveFailures: 3 (a page's default) for the breaker event below.
+  const client = await createClient({ timeoutMs: 150, retry: { baseDelayMs: 5, maxAttempts: 2 }, breaker: { consecutiveFailures: 3 } });
   const seen = {};
   for (const name of ['attempt', 'retry', 'timeout', 'giveUp', 'breaker']) {
     seen[name] = [];
@@ -494,7 +496,9 @@ test('a retry granted but never sent is no retry: stats() count what the server 
   // Budget: one retry in all (ratio 0), so a retry charged but never sent would deny the next call's.
   const opts = { budget: { minRetries: 1, ratio: 0 }, crossTab: false };
   // (a) The call's own failures open its breaker: its third retry, granted, meets the open circuit.
-  const client = await createClient({ ...opts, budget: { minRetries: 5, ratio: 0 }, retry: { baseDelayMs: 1, maxAttempts: 5 } });
+  const client = await createClient({
+    ...opts, budget: { minRetries: 5, ratio: 0 }, retry: { baseDelayMs: 1, maxAttempts: 5 }, breaker: { consecutiveFailures: 3 },
+  });
   await assert.rejects(client.request(`${server.url}/status/503?id=node-unsent-open`));
   const seen = (await log('node-unsent-open')).length;
   assert.equal(seen, 3, 'the breaker opens after three failures in a row');
