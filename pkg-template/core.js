@@ -437,19 +437,39 @@ function makeIo(options, parent) {
   return io.flags || io.hooks.beforeError.length ? io : null;
 }
 
+/** The attempts every stormguard client of the realm sent through the global fetch (src/web/host.js). */
+const SENT = Symbol.for('stormguard.sent');
+const sentBefore = (v) => typeof v === 'object' && v !== null && globalThis[SENT]?.has(v) === true;
+
+/** `f(input, init)` on the global object, a microtask later, as the engine sends an attempt. */
+function passOn(f, input, init) {
+  return Promise.resolve().then(() => Reflect.apply(f, globalThis, init === undefined ? [input] : [input, init]));
+}
+
+/** The global fetch now, as the engine reads it when a client is created. */
+function currentFetch() {
+  try {
+    return globalThis.fetch;
+  } catch {
+    return undefined;
+  }
+}
+
 class Client {
   #c;
   #io; // the client's hooks, auth and header functions (Io), or null
   #final = null; // stats at close(), once the wasm client is freed
+  #original; // the global fetch when the root client was created (see fetch())
   // Calls into the wasm client in progress: close() from inside one (an
   // option getter, a listener) frees the wasm object only once they have
   // returned, as freeing it while borrowed would throw wasm-bindgen's own error.
   #depth = 0;
 
-  constructor(inner, io = null, final = null) {
+  constructor(inner, io = null, final = null, original = undefined) {
     this.#c = inner;
     this.#io = io;
     this.#final = final;
+    this.#original = original;
     // Methods work unbound: `globalThis.fetch = client.fetch` installs it.
     // Named as the methods are (not 'bound fetch'): `client.fetch` looks like fetch.
     for (const m of ['request', 'fetch', 'schema', 'stats', 'breakers', 'on', 'close', 'extend']) {
@@ -463,11 +483,11 @@ class Client {
    * client derived from a closed one is closed.
    */
   extend(options) {
-    if (this.#final) return new Client(null, null, this.#final);
+    if (this.#final) return new Client(null, null, this.#final, this.#original);
     this.#depth++;
     try {
       const io = options !== null && typeof options === 'object' ? makeIo(options, this.#io) : this.#io;
-      return new Client(this.#c.extend(options, io), io);
+      return new Client(this.#c.extend(options, io), io, null, this.#original);
     } catch (d) {
       throw toError(d);
     } finally {
@@ -481,6 +501,9 @@ class Client {
 
   fetch(input, init = undefined) { // length 1, as fetch's
     if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
+    // Another client's attempt reaching a closed client installed before it (a module that hot
+    // reload re-ran, its old client closed) passes on as the live engine's would (transport.rs).
+    if (this.#final && (sentBefore(input) || sentBefore(init))) return passOn(this.#original, input, init);
     return this.#beforeError(this.#call('fetch', input, init), init, true);
   }
 
@@ -935,6 +958,6 @@ export function makeCreateClient(load) {
     }
     inner.setErrorFactory(toError);
     if (io) inner.setIo(io);
-    return new Client(inner, io);
+    return new Client(inner, io, null, currentFetch());
   };
 }

@@ -241,7 +241,11 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // Server defaults (issue 40 item 1): where there is no `window`, concurrency { max: 256, queue:
 // 10000 } and no consecutive-failures rule, the second default set picked at createClient: +170
 // (measured on 96,757), 97,144 with the line above.
-const SIZE_BUDGET_BYTES = 97_144;
+// Attempts sent through the global fetch marked realm-wide again, in one set on the global object
+// that every copy of the package shares (src/web/host.js), and passed on by a closed client too:
+// any number of installed clients, one request on the wire (they bounced each other's attempts
+// until the deadline): +207 (measured on 96,757), 97,361 as built with the lines above.
+const SIZE_BUDGET_BYTES = 97_361;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

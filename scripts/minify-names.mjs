@@ -69,7 +69,10 @@ export function minifyNames(wasmOpt, wasmPath, glue, { keepNames = false } = {})
     if (names.some(([, n]) => newModule.get(n) !== to)) {
       throw new Error(`minify-names: the imports of ${oldModule} were given different module names`);
     }
-    out = replaceOnce(out, entry, '', `import module ${oldModule}`);
+    // wasm-bindgen 0.2.130 writes a snippet with several functions imported
+    // without a shim once per function (`import * as import1`, `import2` ...
+    // of one file): one namespace, so the first one serves for all.
+    out = out.replace(new RegExp(entry.source, 'g'), '');
     if (!entries.has(to)) entries.set(to, { literal: null, picked: [] });
     const e = entries.get(to);
     if (new RegExp(`const ${object} = \\{`).test(out)) {

@@ -40,3 +40,29 @@ export function isA(v, c) {
     return false;
   }
 }
+
+// Every stormguard client's attempts sent through the global fetch in this
+// realm, whichever copy of the package made the client (two bundles, a
+// module re-run by hot reload): one set, kept on the global object under a
+// registered symbol, so an installed client knows another's attempt
+// (transport.rs).
+const SENT = Symbol.for('stormguard.sent');
+let sent = globalThis[SENT];
+if (Object.prototype.toString.call(sent) !== '[object WeakSet]') {
+  sent = new WeakSet();
+  try {
+    Object.defineProperty(globalThis, SENT, { value: sent });
+  } catch {
+    // A frozen global object: this copy's own set.
+  }
+}
+
+/** Marks an attempt's `input` and `init` as sent through the global fetch. */
+export function markSent(input, init) {
+  for (const v of [input, init]) if (typeof v === 'object' && v !== null) sent.add(v);
+}
+
+/** Whether `input` or `init` is an attempt's, of any client of the realm. */
+export function wasSent(input, init) {
+  return sent.has(input) || sent.has(init);
+}

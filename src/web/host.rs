@@ -121,6 +121,25 @@ extern "C" {
     /// `v instanceof` the global class numbered `class` (host.js).
     #[wasm_bindgen(js_name = isA)]
     fn is_a(v: &JsValue, class: u32) -> bool;
+    /// Marks an attempt's input and init as sent through the global fetch,
+    /// in the one set of the realm that every client of every copy of the
+    /// package shares (host.js).
+    #[wasm_bindgen(js_name = markSent)]
+    fn mark_sent_js(input: &JsValue, init: &JsValue);
+    /// Whether `input` or `init` is an attempt's of any client of the realm.
+    #[wasm_bindgen(js_name = wasSent)]
+    fn was_sent_js(input: &JsValue, init: &JsValue) -> bool;
+}
+
+/// Marks an attempt's `input` and `init` as sent through the global fetch,
+/// for every client of the realm to know (host.js, `transport.rs`).
+pub fn mark_sent(input: &JsValue, init: &JsValue) {
+    mark_sent_js(input, init);
+}
+
+/// Whether `input` or `init` is an attempt's, of any client of the realm.
+pub fn was_sent(input: &JsValue, init: &JsValue) -> bool {
+    was_sent_js(input, init)
 }
 
 /// A promise for any value (`Promise.resolve`): what a stand-in's method

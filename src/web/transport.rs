@@ -2,25 +2,29 @@
 //! `Request` per attempt (as ky calls its `fetch`), else the global `fetch`
 //! as it is at that attempt (so a test's mock installed later is used).
 //!
-//! A client installed as the global fetch (`globalThis.fetch =
-//! client.fetch`, or a wrapper, sync or async, that passes its arguments
-//! on) must not send through itself: every attempt's init and `Request` is
-//! marked in a `WeakSet` of its root client's (shared by the clients
-//! derived from it), and a `client.fetch()` called with an argument its
-//! own family marked is an attempt coming back. It goes to the global
-//! fetch as it was when that client was created, so one `fetch('/x')` is
-//! one request on the wire. A family shares one set of concurrency slots,
-//! so one of its attempts waiting for another slot of the same family
-//! could wait forever. Another client's attempt (a second root client
-//! installed as the global fetch, or one client as another's `fetch`
-//! option) is a call like any other: it goes through this client with its
-//! headers, hooks and protections. Tested in
+//! Any number of clients may be installed as the global fetch
+//! (`globalThis.fetch = client.fetch`, or a wrapper, sync or async, that
+//! passes its arguments on), in any order (a module re-run by hot reload,
+//! two bundles): an attempt never becomes a call again. Every init and
+//! `Request` an attempt sends through the global fetch is marked in one
+//! `WeakSet` of the realm, shared by every client of every copy of the
+//! package (`host.js`), and a `client.fetch()` called with a marked
+//! argument passes it, with no protection or count of its own, to the
+//! global fetch as it was when that client was created. Each client
+//! created while another was installed passes to that one, which passes to
+//! what was there before it: one `fetch('/x')` is one request on the wire.
+//! (Marking only a family's own attempts, as before, let two installed
+//! clients bounce each other's attempts until the deadline.) A wrapper
+//! that calls an installed client with new arguments makes a new call.
+//! An attempt sent to a `fetch` option is marked for its own family only:
+//! one client given as another's `fetch` is a call like any other, with
+//! its headers, hooks and protections. Tested in
 //! `tests/e2e/fetch-native.test.mjs`.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::host::{current_fetch, fetch_later, new_request};
+use super::host::{current_fetch, fetch_later, mark_sent, new_request, was_sent};
 use super::options::Reader;
 use crate::policy::options::OptionsError;
 
@@ -30,7 +34,7 @@ pub struct Transport {
     custom: Option<js_sys::Function>,
     /// The global fetch when the client was created (or what reading it threw).
     original: Result<JsValue, JsValue>,
-    /// The inits and Requests of the attempts of this client's family.
+    /// The Requests this client's family sent to a `fetch` option.
     sent: js_sys::WeakSet,
 }
 
@@ -53,27 +57,16 @@ impl Transport {
         })
     }
 
-    fn mark(&self, v: &JsValue) {
-        if v.is_object() {
-            self.sent.add(v.unchecked_ref());
-        }
-    }
-
-    fn marked(&self, v: &JsValue) -> bool {
-        v.is_object() && self.sent.has(v.unchecked_ref())
-    }
-
     /// Sends one attempt: `fetch(input, init)`, or the `fetch` option
     /// called with `new Request(input, init)`.
     pub fn send(&self, input: &JsValue, init: &JsValue) -> js_sys::Promise {
-        self.mark(init);
         let Some(f) = &self.custom else {
-            self.mark(input);
+            mark_sent(input, init);
             return fetch_later(current_fetch(), input, init);
         };
         match new_request(input, init) {
             Ok(request) => {
-                self.mark(&request);
+                self.sent.add(&request);
                 fetch_later(Ok(f.clone().into()), &request, &JsValue::UNDEFINED)
             }
             Err(e) => js_sys::Promise::reject(&e),
@@ -81,10 +74,12 @@ impl Transport {
     }
 
     /// For `client.fetch(input, init)`: when its arguments are an attempt's
-    /// of this client's family come back, the promise of the global fetch
-    /// as it was when this client was created, called with them.
+    /// (of any client through the global fetch, or of this client's family
+    /// through its `fetch` option), the promise of the global fetch as it
+    /// was when this client was created, called with them.
     pub fn returned(&self, input: &JsValue, init: &JsValue) -> Option<js_sys::Promise> {
-        (self.marked(init) || self.marked(input))
+        let ours = |v: &JsValue| v.is_object() && self.sent.has(v.unchecked_ref());
+        (was_sent(input, init) || ours(init) || ours(input))
             .then(|| fetch_later(self.original.clone(), input, init))
     }
 }

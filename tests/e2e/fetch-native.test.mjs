@@ -481,7 +481,7 @@ test('installed as the global fetch (unbound, or wrapped sync or async): one req
   }
 });
 
-test('another client\'s attempts go through an installed client, or one given as its fetch, with every protection; a derived client\'s do not', async () => {
+test('another client\'s attempts go through one given as its fetch with every protection; past an installed client, as a derived client\'s do', async () => {
   const results = await both(async ([fault]) => {
     const { createClient } = globalThis.stormguard ?? window.stormguard;
     const original = globalThis.fetch;
@@ -499,8 +499,9 @@ test('another client\'s attempts go through an installed client, or one given as
       out[name] = [body.headers['x-outer'], body.headers['x-inner'], outer.stats().requests - before, await count(id)];
     }
     try {
-      // Installed as the global fetch: a second root client's calls go through it,
-      // a client derived from it (sharing its slots) goes past it, as its own attempts do.
+      // Installed as the global fetch: a second root client's attempts go past it, as those of
+      // a client derived from it (sharing its slots) and its own do (API.md, "Several installed
+      // clients": an attempt is protected and counted once, by the client that made it).
       globalThis.fetch = outer.fetch;
       const other = await createClient(opts);
       const derived = outer.extend({ headers: { 'x-derived': 'd' } });
@@ -519,12 +520,100 @@ test('another client\'s attempts go through an installed client, or one given as
     assert.deepEqual(r, {
       direct: ['o', 'i', 1, 1],
       wrapped: ['o', 'i', 1, 1],
-      // the outer client's call, with its headers, carries the other client's attempt
-      other: ['o', null, 1, 1],
+      // the other client's attempt goes on to the network as it was sent
+      other: [undefined, null, 0, 1],
       // one call of the family (derived clients share stats()), one request on the wire
       derived: ['o', 'd', 1, 1],
     }, host);
   }
+});
+
+test('several clients installed as the global fetch, in any order: one fetch() is one request on the wire, counted by one client', async () => {
+  const results = await both(async ([fault]) => {
+    const { createClient } = globalThis.stormguard ?? window.stormguard;
+    const original = globalThis.fetch;
+    const where = typeof window === 'object' ? 'page' : 'node';
+    const count = async (id) => (await (await original(`${fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight).length;
+    const opts = { retry: false, crossTab: false, deadlineMs: 3000 };
+    const requests = (clients) => clients.map((c) => c.stats().requests);
+    /** Three fetch() calls (a GET, a POST, a Request) through whatever is installed. */
+    const three = async (id) => {
+      const res = await fetch(`${fault}/echo?id=${id}`);
+      await fetch(`${fault}/echo?id=${id}`, { method: 'POST', body: 'x' });
+      await fetch(new Request(`${fault}/echo?id=${id}`));
+      return res.status;
+    };
+    const out = {};
+    try {
+      // One after the other, each created while the one before was installed (a module re-run
+      // by hot reload): each passes the others' attempts on.
+      const a = await createClient(opts);
+      globalThis.fetch = a.fetch;
+      const b = await createClient(opts);
+      globalThis.fetch = b.fetch;
+      const c = await createClient(opts);
+      globalThis.fetch = (i, init) => c.fetch(i, init);
+      let id = `fn-several-chain-${where}`;
+      out.chain = [await three(id), await count(id), ...requests([a, b, c])];
+      // The first one closed (hot reload's dispose): it still passes the others' attempts on.
+      a.close();
+      id = `fn-several-closed-${where}`;
+      out.closed = [await three(id), await count(id), ...requests([b, c])];
+      // Created together, then installed one after the other.
+      globalThis.fetch = original;
+      const d = await createClient(opts);
+      const e = await createClient(opts);
+      globalThis.fetch = d.fetch;
+      globalThis.fetch = async (i, init) => e.fetch(i, init);
+      id = `fn-several-together-${where}`;
+      out.together = [await three(id), await count(id), ...requests([d, e])];
+      // A wrapper that calls an installed client with new arguments makes a new call.
+      const wrapped = (i, init) => d.fetch(i, { ...init, headers: { 'x-wrapped': '1' } });
+      id = `fn-several-wrapped-${where}`;
+      const body = await (await wrapped(`${fault}/echo?id=${id}`)).json();
+      out.wrapped = [body.headers['x-wrapped'], await count(id), ...requests([d, e])];
+      for (const x of [b, c, d, e]) x.close();
+    } finally {
+      globalThis.fetch = original;
+    }
+    return out;
+  });
+  for (const [host, r] of Object.entries(results)) {
+    assert.deepEqual(r, {
+      chain: [200, 3, 0, 0, 3],
+      closed: [200, 3, 0, 6],
+      together: [200, 3, 0, 3],
+      wrapped: ['1', 1, 1, 3],
+    }, host);
+  }
+});
+
+test('two copies of the package (two bundles), both installed: one request on the wire', async (t) => {
+  const { cpSync, mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'stormguard-copy-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(new URL('../../pkg', import.meta.url), dir, { recursive: true });
+  const second = await import(join(dir, 'node.js'));
+  assert.notEqual(second.createClient, globalThis.stormguard.createClient);
+  const original = globalThis.fetch;
+  const opts = { retry: false, crossTab: false, deadlineMs: 3000 };
+  try {
+    const a = await globalThis.stormguard.createClient(opts);
+    globalThis.fetch = a.fetch;
+    const b = await second.createClient(opts);
+    globalThis.fetch = b.fetch;
+    const id = 'fn-two-copies';
+    const res = await fetch(`${servers.fault}/echo?id=${id}`, { method: 'POST', body: 'x' });
+    assert.equal(res.status, 200);
+    assert.deepEqual([a.stats().requests, b.stats().requests], [0, 1]);
+    a.close();
+    b.close();
+  } finally {
+    globalThis.fetch = original;
+  }
+  assert.equal((await log('fn-two-copies')).length, 1);
 });
 
 test('createClient({ fetch }): called with one Request per attempt, every field on it, retries included', async () => {
