@@ -213,8 +213,84 @@ function readAuth(auth) {
   if (typeof token !== 'function') throw invalid('auth.token', 'is required (a function)');
   if (refresh !== undefined && typeof refresh !== 'function') throw invalid('auth.refresh', 'must be a function');
   if (typeof scheme !== 'string' || /\s/.test(scheme)) throw invalid('auth.scheme', 'must be a string without spaces');
-  // done: refreshes finished well; running: the one in progress, which every 401 meanwhile waits for.
-  return { token, refresh, scheme, done: 0, running: null };
+  // done: refreshes finished well; running: by stale token, the refresh in progress, which every 401
+  // to that token meanwhile waits for; finished: by token, `done` when its last refresh finished.
+  return { token, refresh, scheme, done: 0, running: new Map(), finished: new Map() };
+}
+
+/** Tokens whose last finished refresh an auth state remembers (a server client's users). */
+const FINISHED_KEPT = 256;
+/** setTimeout's largest delay (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+// ---- Calls made from inside refresh() (API.md, "Refresh, bounded and per token")
+// They never wait for a refresh: the usual `refresh: () => api.request('/auth/refresh')`
+// answered 401 would otherwise wait for the refresh that waits for it. A call is inside a
+// refresh when the client is called while refresh() itself runs (synchronously: the usual
+// recipe, and an async refresh up to its first await), and in Node (AsyncLocalStorage) from
+// anything refresh() started, after awaits too. In a browser a call made after an await in
+// refresh() cannot be told from any other call: it waits for the refresh, which ends at the
+// deadline of the call that started it (README, "auth").
+
+/** Node: the async context of a refresh() and what it starts; undefined where there is none. */
+const refreshScope = (() => {
+  try {
+    const Storage = globalThis.process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
+    return Storage ? new Storage() : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+/** refresh() calls running synchronously now. */
+let refreshing = 0;
+
+/** `f()` as a refresh: calls of the client inside it never wait for a refresh. */
+function asRefresh(f) {
+  refreshing++;
+  try {
+    return Promise.resolve(refreshScope ? refreshScope.run(true, f) : f());
+  } catch (e) {
+    return Promise.reject(e);
+  } finally {
+    refreshing--;
+  }
+}
+
+/**
+ * Starts `auth`'s refresh of the stale `token`, shared by every 401 to that token while it
+ * runs, and bounded by `ms` (the deadline of the call that starts it): once it settles or
+ * `ms` passes it is forgotten, so a later 401 refreshes again. At `ms` its waiters get a
+ * TimeoutError (the call that started it, its own deadline).
+ */
+function startRefresh(auth, token, ms) {
+  let timer;
+  const forget = () => {
+    clearTimeout(timer);
+    if (auth.running.get(token) === p) auth.running.delete(token);
+  };
+  const p = new Promise((resolve, reject) => {
+    timer = setTimeout(() => {
+      forget();
+      reject(new TimeoutError('auth.refresh() did not settle within the deadline of the call that started it', {
+        phase: 'deadline',
+      }));
+    }, Math.min(Math.max(0, ms), MAX_TIMER_MS));
+    timer?.unref?.(); // Node: a stalled refresh keeps no process alive
+    asRefresh(auth.refresh).then(() => {
+      forget();
+      // A refresh that finished late (forgotten) still renewed the token.
+      auth.done++;
+      auth.finished.delete(token);
+      auth.finished.set(token, auth.done);
+      if (auth.finished.size > FINISHED_KEPT) auth.finished.delete(auth.finished.keys().next().value);
+      resolve();
+    }, (e) => {
+      forget();
+      reject(e);
+    });
+  });
+  auth.running.set(token, p);
+  return p;
 }
 
 /**
@@ -306,7 +382,7 @@ class Io {
         } catch (e) {
           throw failed('auth', 'auth.token() gave a value no header can hold', e);
         }
-        if (sent) seen = done;
+        if (sent) seen = { token, done };
       }
     }
     return { pairs, seen, headers };
@@ -359,27 +435,17 @@ class Io {
   }
 
   /**
-   * After a 401 to an attempt whose token was read when `seen` refreshes had
-   * finished: at once if one has finished since, else when the refresh in
-   * progress (or one started now) has. Rejects with what the refresh threw.
+   * After a 401 to an attempt whose token `read` described as `seen` (the
+   * token, and the refreshes finished when it was read): at once if a
+   * refresh of that token has finished since, else when the refresh of that
+   * token in progress (or one started now, bounded by `ms`, the remaining
+   * time of this call) has. Rejects with what the refresh threw.
    */
-  refreshed(seen) {
+  refreshed(seen, ms) {
     const auth = this.auth;
-    if (auth.done > seen) return Promise.resolve();
-    if (!auth.running) {
-      const p = (async () => auth.refresh())();
-      auth.running = p;
-      p.then(
-        () => {
-          auth.done++;
-          auth.running = null;
-        },
-        () => {
-          auth.running = null;
-        },
-      );
-    }
-    return auth.running;
+    const { token, done } = seen;
+    if ((auth.finished.get(token) ?? -1) > done) return Promise.resolve();
+    return auth.running.get(token) ?? startRefresh(auth, token, ms);
   }
 
   /**

@@ -102,9 +102,11 @@ pub enum AttemptEnd {
         reset_ms: Option<f64>,
         response: JsValue,
         body: JsValue,
-        /// The refreshes finished when the auth token it carried was read
-        /// (`None`: it carried no token of the client's).
-        token: Option<f64>,
+        /// What the wrapper's `Io::read` said of the auth token it carried
+        /// (the token and the refreshes finished when it was read; `None`:
+        /// it carried no token of the client's), handed back to
+        /// `Io::refreshed` as it was given.
+        token: Option<JsValue>,
     },
     Network(JsValue),
     /// Its time ran out after its request went out, in this phase.
@@ -200,7 +202,7 @@ struct Answered {
     reset_ms: Option<f64>,
     response: JsValue,
     body: js_sys::JsString,
-    token: Option<f64>,
+    token: Option<JsValue>,
 }
 
 impl Answered {
@@ -225,13 +227,13 @@ impl AttemptEnd {
         AttemptEnd::Hook { error, sent }
     }
 
-    /// A 401 to an attempt that carried the client's auth token: the
-    /// refreshes finished when that token was read.
-    pub fn unauthorized(&self) -> Option<f64> {
+    /// A 401 to an attempt that carried the client's auth token: what
+    /// `Io::read` said of that token.
+    pub fn unauthorized(&self) -> Option<&JsValue> {
         match self {
             AttemptEnd::Status {
                 status: 401, token, ..
-            } => *token,
+            } => token.as_ref(),
             _ => None,
         }
     }
@@ -390,12 +392,12 @@ async fn run(
             }
         }
     };
-    // The refreshes finished when the token it carries was read. No read
-    // (no auth or headers function) leaves `pre` undefined: not asked, as
-    // Reflect.get would throw, and a JS exception a call costs 25-30 µs.
+    // What was read of the token it carries (undefined: none sent). No
+    // read (no auth or headers function) leaves `pre` undefined: not asked,
+    // as Reflect.get would throw, and a JS exception a call costs 25-30 µs.
     let token = match at.leg.pre {
         pre if pre.is_undefined() => None,
-        pre => get(pre, "seen").ok().and_then(|v| v.as_f64()),
+        pre => get(pre, "seen").ok().filter(|v| !v.is_undefined()),
     };
     at.went(call, io.is_some());
     let target = own.as_ref().unwrap_or(&call.target);

@@ -29,8 +29,8 @@ extern "C" {
     /// `{ pairs, seen, headers }`: what the header functions and the token
     /// give an attempt, read before its admission (never over a header
     /// named in `own`); `headers`: `base` with them set, as sent; `seen`:
-    /// the refreshes finished when the token was read (undefined: no token
-    /// of the client's).
+    /// the token sent and the refreshes finished when it was read, opaque
+    /// here (undefined: no token of the client's).
     #[wasm_bindgen(method)]
     pub fn read(this: &Io, base: &JsValue, own: &str) -> Promise;
     /// The attempt's Request: `input` (and `init`) with what `read` gave
@@ -69,10 +69,13 @@ extern "C" {
         method: &str,
         url: &str,
     ) -> Promise;
-    /// Resolves when a refresh has finished after the one `seen` counted;
-    /// rejects with what the refresh threw.
+    /// After a 401 to an attempt whose token `read` described as `seen`:
+    /// resolves when a refresh of that token has finished since it was
+    /// read (at once if one has), rejects with what the refresh threw. A
+    /// refresh this call starts is bounded by its `remaining_ms` (then
+    /// forgotten, rejecting its waiters).
     #[wasm_bindgen(method)]
-    pub fn refreshed(this: &Io, seen: f64) -> Promise;
+    pub fn refreshed(this: &Io, seen: &JsValue, remaining_ms: f64) -> Promise;
 }
 
 /// What a client's `Io` asks of the engine (its `flags`, read once).

@@ -110,9 +110,10 @@ impl Engine {
 
     /// A 401 to an attempt that carried the client's token, when the
     /// client can refresh it and the policy core allows a replay
-    /// (`Guard::replay`): waits for the one refresh shared by the client and
-    /// its derived clients (none if one finished since the token was read),
-    /// within the deadline. A refresh that throws ends the call with the 401
+    /// (`Guard::replay`): waits for the one refresh of the token it sent,
+    /// shared by the client and its derived clients (none if one finished
+    /// since the token was read), within the deadline; a refresh it starts
+    /// is bounded by that deadline. A refresh that throws ends the call with the 401
     /// (`cause` what it threw); `fetch()` resolves with the 401 Response.
     pub(super) async fn after_401(
         &self,
@@ -131,11 +132,9 @@ impl Engine {
         if !replay {
             return Step::Settle(end);
         }
-        let wait = settle(io.refreshed(seen));
-        let refreshed = call
-            .cancel
-            .within(c.deadline.remaining(now_ms()), wait)
-            .await;
+        let remaining = c.deadline.remaining(now_ms());
+        let wait = settle(io.refreshed(seen, remaining));
+        let refreshed = call.cancel.within(remaining, wait).await;
         let (err, response) = match end.into_result(&call.cancel, false) {
             Ok(v) => return Step::Done(Ok(v)),
             Err(failed) => failed,

@@ -1,0 +1,79 @@
+// auth.refresh and beforeError in Node, against the fault server (issue 37, rows 5, 6, 7 and 11's
+// refresh; API.md, "Revised 2026-12-07": "Refresh, bounded and per token", "Hooks before
+// admission"). Every wait is ended by a rule (a deadline, an abort, close()), and what is
+// asserted is the rule that ended it (the error's cause, retryDenied, what the server saw),
+// never a duration.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { startServer } from '../server/server.mjs';
+import { createClient, HttpError, TimeoutError } from '../../pkg/node.js';
+
+let server;
+before(async () => {
+  server = await startServer();
+});
+after(() => server?.close());
+
+const log = async (id) => (await (await fetch(`${server.url}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const settled = (p) => p.then((value) => ({ ok: true, value }), (e) => e);
+
+test('a refresh that stalls is bounded by the deadline of the call that started it, then forgotten: a later 401 refreshes again', async () => {
+  let token = 'old';
+  let refreshes = 0;
+  const api = await createClient({
+    baseUrl: `${server.url}/`,
+    retry: false,
+    auth: {
+      token: () => token,
+      // The first refresh never settles; the second works.
+      refresh: () => (++refreshes === 1 ? new Promise(() => {}) : void (token = 'new')),
+    },
+  });
+  const users = api.extend({ headers: { 'x-module': 'users' } });
+  // `first` starts the refresh (its deadline 400 ms); `waiting`, with 10 s, waits for that refresh.
+  const first = settled(api.request('auth?accept=new&id=r-stall-1', { deadlineMs: 400 }));
+  await sleep(100);
+  const waiting = settled(users.request('auth?accept=new&id=r-stall-2', { deadlineMs: 10000 }));
+  const a = await first;
+  assert.ok(a instanceof HttpError, String(a));
+  assert.equal(a.status, 401);
+  // Its deadline ends both its wait and the refresh's bound: either timer may fire first.
+  assert.ok(a.retryDenied === 'deadline' || a.cause instanceof TimeoutError, 'the starting call ends at its deadline');
+  const b = await waiting;
+  assert.ok(b instanceof HttpError, String(b));
+  assert.ok(b.cause instanceof TimeoutError, 'the waiter ends with the refresh, at the deadline of the call that started it');
+  assert.equal(refreshes, 1);
+  // Forgotten: a later 401 (of the client or a derived one) refreshes again.
+  const later = await users.request('auth?accept=new&id=r-stall-3', { deadlineMs: 10000 });
+  assert.equal(later.token, 'new');
+  assert.equal(refreshes, 2);
+  assert.equal(api.stats().inFlight, 0);
+  api.close();
+});
+
+test('refresh is shared per stale token: two users of a server client each get their own refresh', async () => {
+  const als = new AsyncLocalStorage();
+  const sessions = { alice: 'alice-old', bob: 'bob-old' };
+  const refreshed = { alice: 0, bob: 0 };
+  const api = await createClient({
+    baseUrl: `${server.url}/`,
+    retry: false,
+    auth: {
+      token: () => sessions[als.getStore()],
+      refresh: async () => {
+        const user = als.getStore();
+        refreshed[user]++;
+        await sleep(50);
+        sessions[user] = `${user}-new`;
+      },
+    },
+  });
+  const call = (user, n) => als.run(user, () => api.request(`auth?accept=alice-new,bob-new&delay=50&id=r-per-token&n=${n}`));
+  const got = await Promise.all([call('alice', 1), call('alice', 2), call('bob', 3), call('bob', 4)].map(settled));
+  assert.deepEqual(got.map((g) => g.value?.token ?? String(g)), ['alice-new', 'alice-new', 'bob-new', 'bob-new']);
+  assert.deepEqual(refreshed, { alice: 1, bob: 1 }, 'one refresh per stale token');
+  assert.equal((await log('r-per-token')).length, 8);
+  api.close();
+});
