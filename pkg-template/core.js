@@ -256,6 +256,9 @@ function asRefresh(f) {
   }
 }
 
+/** A call made now is made from inside a refresh(). */
+const insideRefresh = () => refreshing > 0 || refreshScope?.getStore() === true;
+
 /**
  * Starts `auth`'s refresh of the stale `token`, shared by every 401 to that token while it
  * runs, and bounded by `ms` (the deadline of the call that starts it): once it settles or
@@ -448,6 +451,13 @@ class Io {
     return auth.running.get(token) ?? startRefresh(auth, token, ms);
   }
 
+  /** This client's functions, for calls whose 401 never waits for a refresh (made inside one). */
+  withoutRefresh() {
+    const io = Object.create(this);
+    io.flags = this.flags & ~4;
+    return io;
+  }
+
   /**
    * The beforeError hooks on the error a call rejects with, each may return
    * another StormguardError; awaited until `until` (performance.now()
@@ -530,6 +540,9 @@ class Client {
   // option getter, a listener) frees the wasm object only once they have
   // returned, as freeing it while borrowed would throw wasm-bindgen's own error.
   #depth = 0;
+  // A client derived from this one whose 401s never wait for a refresh: the calls made through
+  // this client from inside a refresh() go through it. Made at the first such call.
+  #bare = null;
 
   constructor(inner, io = null, final = null, original = undefined) {
     this.#c = inner;
@@ -557,7 +570,7 @@ class Client {
     } catch (d) {
       throw toError(d);
     } finally {
-      if (--this.#depth === 0 && this.#final) this.#c.free();
+      if (--this.#depth === 0 && this.#final) this.#free();
     }
   }
 
@@ -614,13 +627,13 @@ class Client {
     try {
       // request() and fetch() reject with classes already (setErrorFactory);
       // schema() classes its own results and rejections.
-      return this.#c[method](a, b);
+      return this.#via()[method](a, b);
     } catch (d) {
       // The engine reports through the promise; this only turns a host
       // exception it could not catch into a rejection, never a throw.
       return Promise.reject(toError(d, method === 'fetch'));
     } finally {
-      if (--this.#depth === 0 && this.#final) this.#c.free();
+      if (--this.#depth === 0 && this.#final) this.#free();
     }
   }
 
@@ -649,7 +662,18 @@ class Client {
     if (this.#final) return;
     this.#c.close();
     this.#final = { ...this.#c.stats(), inFlight: 0, queued: 0 };
-    if (this.#depth === 0) this.#c.free();
+    if (this.#depth === 0) this.#free();
+  }
+
+  #free() {
+    this.#c.free();
+    this.#bare?.free();
+  }
+
+  /** The wasm client a call made now goes through: the bare one inside a refresh() this client may start. */
+  #via() {
+    if (!(this.#io?.flags & 4) || !insideRefresh()) return this.#c;
+    return (this.#bare ??= this.#c.extend({}, this.#io.withoutRefresh()));
   }
 }
 

@@ -246,8 +246,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // any number of installed clients, one request on the wire (they bounced each other's attempts
 // until the deadline): +207 (measured on 96,757), 97,361 as built with the lines above.
 // A refresh per stale token (a server client's users each get their own), bounded by the deadline of
-// the call that started it and then forgotten (issue 37, rows 5, 11): +305 (measured on 96,757).
-const SIZE_BUDGET_BYTES = 97_666;
+// the call that started it and then forgotten (issue 37, rows 5, 11): +305 (measured on 96,757). Calls made
+// inside refresh() go through a derived client whose 401s never wait for a refresh (row 6): +96; 97,782 as built.
+const SIZE_BUDGET_BYTES = 97_782;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -183,6 +183,41 @@ test('401 to a token older than the last finished refresh: replayed at once, no 
   assert.equal(r.refreshes, 1);
 });
 
+test("refresh: a stalled refresh is forgotten at its starting call's deadline; calls made inside refresh() never wait for one", async () => {
+  const r = await page.evaluate(async () => {
+    // A refresh that never settles the first time: bounded by the deadline of the call that started it.
+    let token = 'old';
+    let refreshes = 0;
+    const stalls = await window.stormguard.createClient({
+      retry: false,
+      auth: { token: () => token, refresh: () => (++refreshes === 1 ? new Promise(() => {}) : void (token = 'new')) },
+    });
+    const first = await window.outcome(stalls.request(`${window.fault}/auth?accept=new&id=h-stall`, { deadlineMs: 300 }));
+    const later = await window.outcome(stalls.extend({}).request(`${window.fault}/auth?accept=new&id=h-stall`, { deadlineMs: 10000 }));
+    // The usual recipe, the refresh endpoint answering 401 (its refresh token expired).
+    let inner = 0;
+    const api = await window.stormguard.createClient({
+      retry: false,
+      deadlineMs: 3000,
+      auth: {
+        token: () => 'stale',
+        refresh: () => (inner++, api.request(`${window.fault}/auth?accept=fresh&id=h-inner-refresh`, { method: 'POST' })),
+      },
+    });
+    const outer = await window.outcome(api.request(`${window.fault}/auth?accept=fresh&id=h-inner`));
+    return { first, later, refreshes, outer, inner, inFlight: api.stats().inFlight };
+  });
+  assert.equal(r.first.status, 401);
+  assert.equal(r.later.ok && r.later.value.token, 'new', 'a later 401 refreshed again: ' + JSON.stringify(r.later));
+  assert.equal(r.refreshes, 2);
+  assert.equal(r.outer.status, 401);
+  assert.match(r.outer.cause ?? '', /401/, "the refresh call's own 401 is the cause, not the deadline: " + JSON.stringify(r.outer));
+  assert.equal(r.inner, 1);
+  assert.equal((await log('h-inner')).length, 1);
+  assert.equal((await log('h-inner-refresh')).length, 1, 'the refresh call is not replayed');
+  assert.equal(r.inFlight, 0);
+});
+
 test('a replay keeps the idempotency key and the body, for a POST too; a second 401 and a refresh that throws end with HttpError 401', async () => {
   const r = await page.evaluate(async () => {
     let token = 'x';

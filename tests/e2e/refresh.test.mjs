@@ -77,3 +77,37 @@ test('refresh is shared per stale token: two users of a server client each get t
   assert.equal((await log('r-per-token')).length, 8);
   api.close();
 });
+
+test("calls made inside refresh() never wait for a refresh: the refresh endpoint's 401 ends the call at once", async () => {
+  // The usual recipe, the refresh endpoint refusing the expired refresh token (401), and the same
+  // after an await (Node tells those calls by their async context).
+  const recipes = {
+    sync: (api) => () => api.request('auth?accept=fresh&id=r-inner-refresh-sync', { method: 'POST' }),
+    awaited: (api) => async () => {
+      await sleep(10);
+      await api.extend({ headers: { 'x-from': 'refresh' } }).request('auth?accept=fresh&id=r-inner-refresh-awaited', { method: 'POST' });
+    },
+  };
+  for (const [name, recipe] of Object.entries(recipes)) {
+    let refreshes = 0;
+    const api = await createClient({
+      baseUrl: `${server.url}/`,
+      retry: false,
+      deadlineMs: 3000,
+      auth: { token: () => 'stale', refresh: () => (refreshes++, recipe(api)()) },
+    });
+    const e = await api.request(`auth?accept=fresh&id=r-inner-${name}`).catch((x) => x);
+    assert.ok(e instanceof HttpError, `${name}: ${e}`);
+    assert.equal(e.status, 401, name);
+    assert.ok(e.cause instanceof HttpError && e.cause.status === 401, `${name}: the refresh's own 401 is the cause, not the deadline (${e.retryDenied})`);
+    assert.equal(refreshes, 1, name);
+    assert.equal((await log(`r-inner-${name}`)).length, 1, name);
+    assert.equal((await log(`r-inner-refresh-${name}`)).length, 1, `${name}: the refresh call sent once, not replayed`);
+    assert.equal(api.stats().inFlight, 0);
+    // Outside refresh() the client still refreshes.
+    const again = await api.request(`auth?accept=fresh&id=r-inner-${name}-after`).catch((x) => x);
+    assert.equal(refreshes, 2, `${name}: a later call's 401 refreshes`);
+    assert.equal(again.status, 401);
+    api.close();
+  }
+});
