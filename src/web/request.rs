@@ -281,7 +281,8 @@ impl Builder {
     }
 
     /// The call for a built target (`url`: its href and endpoint): its
-    /// Idempotency-Key header (the same on every attempt) and breaker key.
+    /// Idempotency-Key header (the same on every attempt, over any a
+    /// client's header function gives) and breaker key.
     fn call(
         &self,
         engine: &Engine,
@@ -289,10 +290,12 @@ impl Builder {
         method: String,
         target: Target,
         mode: Mode,
-        common: Common,
+        mut common: Common,
     ) -> Result<Call> {
         let headers = target.headers();
         if let Some(k) = &common.idem {
+            // The call's own header: a header function's key never replaces it.
+            common.own.push_str("idempotency-key\n");
             // A no-cors Request drops the header without a word: a POST
             // must not then be retried as if it carried its key. (Headers
             // trims a value's outer spaces, the key's too.)
