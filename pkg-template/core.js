@@ -204,18 +204,63 @@ async function call(f, args, fail) {
   }
 }
 
-function readAuth(auth) {
+/**
+ * `auth`, read and checked; `home` the origin of the client's baseUrl, else of the page. The
+ * token goes to `home` and `auth.origins` only (API.md, "Where a token goes"): where there is
+ * neither (Node without baseUrl), createClient rejects rather than send it everywhere.
+ */
+function readAuth(auth, home) {
   if (auth === undefined) return undefined;
   if (auth === null || typeof auth !== 'object') throw invalid('auth', 'must be an object');
   const token = field(auth, 'token', 'auth.token');
   const refresh = field(auth, 'refresh', 'auth.refresh');
   const scheme = field(auth, 'scheme', 'auth.scheme') ?? 'Bearer';
+  const given = field(auth, 'origins', 'auth.origins');
   if (typeof token !== 'function') throw invalid('auth.token', 'is required (a function)');
   if (refresh !== undefined && typeof refresh !== 'function') throw invalid('auth.refresh', 'must be a function');
   if (typeof scheme !== 'string' || /\s/.test(scheme)) throw invalid('auth.scheme', 'must be a string without spaces');
+  const origins = new Set(readOrigins(given));
+  if (home) origins.add(home);
+  if (origins.size === 0) {
+    throw invalid('auth', "needs baseUrl or auth.origins where there is no page: the token goes only to their origins ('*': all)");
+  }
   // done: refreshes finished well; running: by stale token, the refresh in progress, which every 401
   // to that token meanwhile waits for; finished: by token, `done` when its last refresh finished.
-  return { token, refresh, scheme, done: 0, running: new Map(), finished: new Map() };
+  return { token, refresh, scheme, origins, done: 0, running: new Map(), finished: new Map() };
+}
+
+const ORIGIN_RULE = "must be an array of origins (scheme://host[:port], nothing after) or '*'";
+
+/**
+ * `auth.origins` (undefined, or an array of origins or '*') as origins; OptionsError('auth.origins')
+ * for anything else. A bad entry is named by its index, never repeated (it may hold userinfo).
+ */
+function readOrigins(given) {
+  if (given === undefined) return [];
+  if (!Array.isArray(given)) throw invalid('auth.origins', ORIGIN_RULE);
+  return Array.from(given, (entry, i) => {
+    if (entry === '*') return entry;
+    let url;
+    try {
+      url = typeof entry === 'string' ? new URL(entry) : undefined;
+    } catch {
+      // refused below
+    }
+    const bare = url && url.origin !== 'null' && !url.username && !url.password && url.pathname === '/' &&
+      !url.search && !url.hash && !/[?#*]/.test(entry); // (no wildcard host: it would match nothing)
+    if (!bare) throw invalid(`auth.origins[${i}]`, ORIGIN_RULE);
+    return url.origin;
+  });
+}
+
+/** Whether the token of `auth` goes with a request to `url` (an absolute URL). */
+function tokenGoes(auth, url) {
+  if (auth.origins.has('*')) return true;
+  try {
+    return auth.origins.has(new URL(url).origin);
+  } catch {
+    return false;
+  }
 }
 
 /** Tokens whose last finished refresh an auth state remembers (a server client's users). */
@@ -304,7 +349,7 @@ function startRefresh(auth, token, ms) {
  * 16 header functions or a token to read before each attempt's admission.
  */
 class Io {
-  constructor(options, parent) {
+  constructor(options, parent, home) {
     const headers = field(options, 'headers');
     const hooks = field(options, 'hooks');
     if (hooks !== undefined && (hooks === null || typeof hooks !== 'object')) throw invalid('hooks', 'must be an object');
@@ -322,7 +367,7 @@ class Io {
       }
       this.hooks[name] = [...(parent?.hooks[name] ?? []), ...list];
     }
-    const auth = readAuth(field(options, 'auth'));
+    const auth = readAuth(field(options, 'auth'), home);
     // This client's own token, or its parent's under the names given statically since.
     [this.auth, this.authOver] = auth ? [auth, []] : [parent?.auth, [...(parent?.authOver ?? []), ...given]];
     this.deadlineMs = field(options, 'deadlineMs') ?? parent?.deadlineMs ?? 20000;
@@ -337,13 +382,14 @@ class Io {
    * What the header functions and the token give an attempt, read before
    * it is admitted: its holds are those of the credentials it will send
    * (API.md, "Holds"), and a retry carries the current token. Never over a
-   * header of the call's own (`own`: lower-case names joined by newlines).
+   * header of the call's own (`own`: lower-case names joined by newlines),
+   * and the token only to the auth's origins (`url`: the call's).
    * `{ pairs, seen, headers }`: the [name, value] pairs to set, the
    * refreshes finished when the token was read (undefined: no token sent),
    * and `base` (the call's headers, if any) with the pairs set: the
    * headers as they will be sent, whose credentials the engine digests.
    */
-  async read(base, own) {
+  async read(base, own, url) {
     const mine = own.split('\n');
     const headers = new Headers(base ?? undefined);
     const pairs = [];
@@ -370,7 +416,8 @@ class Io {
     }
     let seen;
     const auth = this.auth;
-    if (auth) {
+    // The token goes to its origins only: a request to another goes without it, never refreshed.
+    if (auth && tokenGoes(auth, url)) {
       const done = auth.done;
       const token = await call(auth.token, [], (e) => failed('auth', 'auth.token() threw or rejected', e));
       if (token !== undefined && token !== null && typeof token !== 'string') {
@@ -507,9 +554,12 @@ function headerNames(h) {
   }
 }
 
-/** The functions of a client made with `options` (derived from `parent`'s), or null when it has none. */
-function makeIo(options, parent) {
-  const io = new Io(options, parent);
+/**
+ * The functions of a client made with `options` (derived from `parent`'s), or null when it has
+ * none; `home` the origin of its baseUrl, else of the page (none in Node without baseUrl).
+ */
+function makeIo(options, parent, home) {
+  const io = new Io(options, parent, home);
   return io.flags || io.hooks.beforeError.length ? io : null;
 }
 
@@ -565,8 +615,16 @@ class Client {
     if (this.#final) return new Client(null, null, this.#final, this.#original);
     this.#depth++;
     try {
-      const io = options !== null && typeof options === 'object' ? makeIo(options, this.#io) : this.#io;
-      return new Client(this.#c.extend(options, io), io, null, this.#original);
+      const inner = this.#c.extend(options, undefined);
+      let io;
+      try {
+        io = options !== null && typeof options === 'object' ? makeIo(options, this.#io, inner.home()) : this.#io;
+      } catch (e) {
+        inner.free();
+        throw e;
+      }
+      if (io) inner.setIo(io);
+      return new Client(inner, io, null, this.#original);
     } catch (d) {
       throw toError(d);
     } finally {
@@ -1041,7 +1099,7 @@ export function makeCreateClient(load) {
     }
     let io;
     try {
-      io = makeIo(options);
+      io = makeIo(options, undefined, inner.home());
     } catch (e) {
       inner.free();
       throw e;

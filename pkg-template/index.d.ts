@@ -314,6 +314,14 @@ export interface AuthOptions {
   scheme?: string;
   /** Called once on a 401 (shared by the calls that meet one meanwhile). */
   refresh?: () => unknown;
+  /**
+   * Origins the token may go to besides `baseUrl`'s (else the page's), as
+   * `'https://api.example.com'`; `'*'` for every origin, on purpose. A request
+   * to any other origin goes without the token and is never refreshed. In
+   * Node, without `baseUrl` or `origins`, `createClient` rejects with
+   * `OptionsError('auth')`.
+   */
+  origins?: readonly string[];
 }
 
 /** What a hook is told of the attempt it runs for. */

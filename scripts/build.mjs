@@ -249,7 +249,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // the call that started it and then forgotten (issue 37, rows 5, 11): +305 (measured on 96,757). Calls made
 // inside refresh() go through a derived client whose 401s never wait for a refresh (row 6): +96; 97,782 as built.
 // A call's idempotencyKey over an Idempotency-Key a client headers function gives (row 2): +30, 97,812.
-const SIZE_BUDGET_BYTES = 97_812;
+// The auth token to its origins only (baseUrl's, else the page's, and auth.origins; Node without
+// either refused), the origin handed to the wrapper by the wasm (Client.home): +480 (measured on
+// 97,361), 98,297 as built with the lines above.
+const SIZE_BUDGET_BYTES = 98_297;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -112,6 +112,12 @@ impl Client {
         self.make_error = Some(f);
     }
 
+    /// The origin of `baseUrl`, else of the page, when it is http(s): where
+    /// the wrapper's `Io` lets the `auth` token go, besides `auth.origins`.
+    pub fn home(&self) -> Option<String> {
+        self.builder.home().map(str::to_owned)
+    }
+
     /// The package's wrapper hands in the client's hooks, auth and header
     /// functions (its `Io`), when it has any, before any call.
     #[wasm_bindgen(js_name = setIo)]

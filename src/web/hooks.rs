@@ -27,12 +27,13 @@ extern "C" {
     #[wasm_bindgen(method, getter)]
     pub fn flags(this: &Io) -> u32;
     /// `{ pairs, seen, headers }`: what the header functions and the token
-    /// give an attempt, read before its admission (never over a header
-    /// named in `own`); `headers`: `base` with them set, as sent; `seen`:
-    /// the token sent and the refreshes finished when it was read, opaque
-    /// here (undefined: no token of the client's).
+    /// give an attempt to `url`, read before its admission (never over a
+    /// header named in `own`; the token only to the auth's origins);
+    /// `headers`: `base` with them set, as sent; `seen`: the token sent
+    /// and the refreshes finished when it was read, opaque here
+    /// (undefined: no token of the client's).
     #[wasm_bindgen(method)]
-    pub fn read(this: &Io, base: &JsValue, own: &str) -> Promise;
+    pub fn read(this: &Io, base: &JsValue, own: &str, url: &str) -> Promise;
     /// The attempt's Request: `input` (and `init`) with what `read` gave
     /// (`pre`, or undefined) set on it, through the beforeRequest hooks.
     #[wasm_bindgen(method)]

@@ -265,6 +265,12 @@ impl Builder {
         Ok((call, signal))
     }
 
+    /// The origin of `baseUrl`, else of the page, when it is http(s): where
+    /// the client's `auth` token goes (API.md, "Where a token goes").
+    pub fn home(&self) -> Option<&str> {
+        self.base.origin()
+    }
+
     fn common(&self, r: &Reader) -> Result<Common> {
         let cfg = CallConfig::resolve_members(&self.cfg, &read_call(r)?)?;
         let idem = call_options::idempotency_key(read_idempotency_key(r)?)?.map(|k| match k {

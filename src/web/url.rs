@@ -34,6 +34,11 @@ impl Base {
         Base { url, origin }
     }
 
+    /// The origin of `baseUrl`, else of the page, when it is http(s).
+    pub fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
+    }
+
     /// `baseUrl`, when the client has one.
     pub fn url(&self) -> Option<&JsValue> {
         self.url.as_ref()

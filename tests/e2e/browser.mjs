@@ -24,14 +24,16 @@ export function launchChromium() {
 
 /**
  * A static server for the repository (pages and pkg/) and a fault server on
- * another port, so every call in a page is cross-origin and exercises CORS.
+ * another port, so every call in a page is cross-origin and exercises CORS;
+ * `other`, the fault server on a third port: a third origin (a third party's).
  */
 export async function startServers() {
   const site = await startServer({ staticRoot: root });
-  const fault = await startServer();
+  const fault = await startServer({ extraPorts: 1 });
   return {
     site: site.url,
     fault: fault.url,
+    other: fault.urls[1],
     close: () => Promise.all([site.close(), fault.close()]),
   };
 }

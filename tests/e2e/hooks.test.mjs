@@ -16,8 +16,9 @@ before(async () => {
   errors = watchErrors(page);
   await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
   await page.waitForFunction(() => window.ready === true);
-  await page.evaluate((fault) => {
+  await page.evaluate(([fault, other]) => {
     window.fault = fault;
+    window.other = other;
     window.sleep = (ms) => new Promise((r) => setTimeout(r, ms));
     /** The outcome of a call as plain data. */
     window.outcome = (p) =>
@@ -29,7 +30,7 @@ before(async () => {
           message: e?.message, classed: window.stormguard.isStormguardError(e),
         }),
       );
-  }, servers.fault);
+  }, [servers.fault, servers.other]);
 });
 after(async () => {
   await browser?.close();
@@ -44,7 +45,7 @@ test('headers as a function and auth.token run before every attempt: a retry car
     let calls = 0;
     const client = await window.stormguard.createClient({
       headers: () => ({ 'x-attempt-header': String(++calls) }),
-      auth: { token: async () => `tok-${++n}` },
+      auth: { origins: [window.fault], token: async () => `tok-${++n}` },
       retry: { statuses: [401], baseDelayMs: 1, maxAttempts: 3 },
       breaker: false,
     });
@@ -67,7 +68,7 @@ test('header functions and the token do not split dedupe identity; a call\'s own
     let n = 0;
     const client = await window.stormguard.createClient({
       headers: () => ({ 'x-n': String(++n), 'x-mine': 'client' }),
-      auth: { token: () => 'client-token' },
+      auth: { origins: [window.fault], token: () => 'client-token' },
     });
     const url = `${window.fault}/delay?ms=150&id=h-dedupe`;
     const [a, b] = await Promise.all([client.request(url), client.request(url)]);
@@ -85,12 +86,12 @@ test('header functions and the token do not split dedupe identity; a call\'s own
 test('a token function that rejects or a header function that throws: OptionsError with cause, nothing sent, no sample, no slot held', async () => {
   const r = await page.evaluate(async () => {
     const auth = await window.stormguard.createClient({
-      auth: { token: () => Promise.reject(new Error('vault down')) }, concurrency: { max: 1, queue: 5 },
+      auth: { origins: [window.fault], token: () => Promise.reject(new Error('vault down')) }, concurrency: { max: 1, queue: 5 },
     });
     const headers = await window.stormguard.createClient({
       headers: () => { throw new Error('no headers today'); }, concurrency: { max: 1, queue: 5 },
     });
-    const bad = await window.stormguard.createClient({ auth: { token: () => 42 } });
+    const bad = await window.stormguard.createClient({ auth: { origins: [window.fault], token: () => 42 } });
     const calls = [1, 2, 3].map((i) => window.outcome(auth.request(`${window.fault}/echo?id=h-bad-token&i=${i}`)));
     const a = await Promise.all(calls);
     const h = await window.outcome(headers.request(`${window.fault}/echo?id=h-bad-token`));
@@ -113,11 +114,54 @@ test('a token function that rejects or a header function that throws: OptionsErr
   assert.ok(r.breakers.every((b) => b.samples === 0), 'no breaker sample');
 });
 
+test('auth in a page: the token goes to the page\'s origin, baseUrl\'s and auth.origins only, installed as the global fetch too', async () => {
+  const r = await page.evaluate(async () => {
+    const { createClient } = window.stormguard;
+    let refreshes = 0;
+    const auth = { token: () => 'secret', refresh: () => { refreshes++; } };
+    const sent = async (c, url, init) => (await c.request(url, init)).headers.authorization ?? null;
+    const out = {};
+    // No baseUrl: the page's origin (the static server answers /echo too).
+    const page = await createClient({ retry: false, crossTab: false, auth });
+    out.page = [await sent(page, '/echo?id=h-home-page'), await sent(page, `${window.fault}/echo?id=h-home-away`)];
+    // baseUrl: its origin, not the page's.
+    const api = await createClient({ baseUrl: `${window.fault}/`, retry: false, crossTab: false, auth });
+    out.api = [await sent(api, 'echo?id=h-home-api'), await sent(api, `${window.other}/echo?id=h-home-away`),
+      await sent(api, `${window.other}/echo?id=h-home-away`, { method: 'POST', body: { a: 1 } })];
+    const e401 = await window.outcome(api.request(`${window.other}/auth?accept=secret&id=h-home-401`));
+    out.e401 = [e401.status, refreshes];
+    // auth.origins widens it.
+    const wide = await createClient({ retry: false, crossTab: false, auth: { ...auth, origins: [window.other] } });
+    out.wide = [await sent(wide, `${window.other}/echo?id=h-home-wide`), await sent(wide, `${window.fault}/echo?id=h-home-wide`)];
+    // Installed as the global fetch: a third party's GET and POST go without it, the app's own with it.
+    const original = window.fetch;
+    window.fetch = api.fetch;
+    try {
+      const get = await (await fetch(`${window.other}/echo?id=h-home-third`)).json();
+      const post = await (await fetch(`${window.other}/echo?id=h-home-third`, { method: 'POST', body: 'x' })).json();
+      const own = await (await fetch(`${window.fault}/echo?id=h-home-third`)).json();
+      out.installed = [get.headers.authorization ?? null, post.headers.authorization ?? null, own.headers.authorization];
+    } finally {
+      window.fetch = original;
+    }
+    for (const c of [page, api, wide]) c.close();
+    return out;
+  });
+  assert.deepEqual(r, {
+    page: ['<redacted>', null],
+    api: ['<redacted>', null, null],
+    e401: [401, 0],
+    wide: ['<redacted>', null],
+    installed: [null, null, '<redacted>'],
+  });
+  assert.equal((await log('h-home-401')).length, 1, 'no replay of another origin\'s 401');
+});
+
 test('schema() keeps no default copy for a client whose attempts may carry a token or added headers', async () => {
   const r = await page.evaluate(async () => {
     localStorage.clear();
     const url = `${window.fault}/echo?id=h-schema`;
-    const authed = await window.stormguard.createClient({ auth: { token: () => 'me' } });
+    const authed = await window.stormguard.createClient({ auth: { origins: [window.fault], token: () => 'me' } });
     const hooked = await window.stormguard.createClient({ hooks: { beforeRequest: () => {} } });
     const plain = await window.stormguard.createClient();
     const sources = [];
@@ -138,6 +182,7 @@ test('401: one refresh for concurrent calls of a client and its derived client, 
     let refreshes = 0;
     const client = await window.stormguard.createClient({
       auth: {
+        origins: [window.fault],
         token: () => token,
         refresh: async () => {
           refreshes++;
@@ -168,7 +213,7 @@ test('401 to a token older than the last finished refresh: replayed at once, no 
     let token = 'a';
     let refreshes = 0;
     const client = await window.stormguard.createClient({
-      auth: { token: () => token, refresh: async () => { refreshes++; await window.sleep(50); token = 'b'; } },
+      auth: { origins: [window.fault], token: () => token, refresh: async () => { refreshes++; await window.sleep(50); token = 'b'; } },
     });
     // slow: sent with 'a', answered 401 after 600 ms, when the refresh of `fast` has finished
     const slow = window.outcome(client.request(`${window.fault}/auth?accept=b&delay=600&id=h-older`));
@@ -190,7 +235,7 @@ test("refresh: a stalled refresh is forgotten at its starting call's deadline; c
     let refreshes = 0;
     const stalls = await window.stormguard.createClient({
       retry: false,
-      auth: { token: () => token, refresh: () => (++refreshes === 1 ? new Promise(() => {}) : void (token = 'new')) },
+      auth: { origins: [window.fault], token: () => token, refresh: () => (++refreshes === 1 ? new Promise(() => {}) : void (token = 'new')) },
     });
     const first = await window.outcome(stalls.request(`${window.fault}/auth?accept=new&id=h-stall`, { deadlineMs: 300 }));
     const later = await window.outcome(stalls.extend({}).request(`${window.fault}/auth?accept=new&id=h-stall`, { deadlineMs: 10000 }));
@@ -200,6 +245,7 @@ test("refresh: a stalled refresh is forgotten at its starting call's deadline; c
       retry: false,
       deadlineMs: 3000,
       auth: {
+        origins: [window.fault],
         token: () => 'stale',
         refresh: () => (inner++, api.request(`${window.fault}/auth?accept=fresh&id=h-inner-refresh`, { method: 'POST' })),
       },
@@ -222,19 +268,19 @@ test('a replay keeps the idempotency key and the body, for a POST too; a second 
   const r = await page.evaluate(async () => {
     let token = 'x';
     const client = await window.stormguard.createClient({
-      auth: { token: () => token, refresh: () => { token = 'y'; } },
+      auth: { origins: [window.fault], token: () => token, refresh: () => { token = 'y'; } },
     });
     const post = await window.outcome(client.request(`${window.fault}/auth?accept=y&id=h-post`, {
       method: 'POST', body: { sku: 'a1' }, idempotencyKey: 'order-17',
     }));
     let refreshed = 0;
-    const stuck = await window.stormguard.createClient({ auth: { token: () => 'never', refresh: () => { refreshed++; } } });
+    const stuck = await window.stormguard.createClient({ auth: { origins: [window.fault], token: () => 'never', refresh: () => { refreshed++; } } });
     const twice = await window.outcome(stuck.request(`${window.fault}/auth?accept=other&id=h-twice`));
     const failing = await window.stormguard.createClient({
-      auth: { token: () => 'stale', refresh: async () => { throw new Error('refresh token expired'); } },
+      auth: { origins: [window.fault], token: () => 'stale', refresh: async () => { throw new Error('refresh token expired'); } },
     });
     const threw = await window.outcome(failing.request(`${window.fault}/auth?accept=fresh&id=h-threw`));
-    const noRefresh = await window.stormguard.createClient({ auth: { token: () => 'stale' } });
+    const noRefresh = await window.stormguard.createClient({ auth: { origins: [window.fault], token: () => 'stale' } });
     const plain = await window.outcome(noRefresh.request(`${window.fault}/auth?accept=fresh&id=h-plain`));
     return { post, twice, refreshed, threw, plain };
   });
@@ -512,8 +558,8 @@ test('invalid hooks and auth options: createClient rejects and extend throws, na
       { hooks: { afterResponse: [() => {}, 42] } },
       { hooks: 'all' },
       { auth: {} },
-      { auth: { token: () => 't', refresh: 'soon' } },
-      { auth: { token: () => 't', scheme: 'Bearer token' } },
+      { auth: { origins: [window.fault], token: () => 't', refresh: 'soon' } },
+      { auth: { origins: [window.fault], token: () => 't', scheme: 'Bearer token' } },
       { auth: 'secret' },
     ];
     const created = [];

@@ -7,7 +7,8 @@ import { createClient, HttpError, TimeoutError, isStormguardError } from '../../
 
 let server;
 before(async () => {
-  server = await startServer();
+  // A second port: another origin, for where a token goes.
+  server = await startServer({ extraPorts: 1 });
 });
 after(() => server?.close());
 
@@ -188,7 +189,7 @@ test('an ordinary call throws no JS exception on its way (each one costs a call 
       validate: { '~standard': { version: 1, vendor: 't', validate: (value) => ({ value }) } },
     })],
     ['the fetch option', { fetch: async () => json() }, (c) => c.request('http://127.0.0.1:9/a')],
-    ['headers as a function and auth.token', { headers: () => ({ 'x-a': '1' }), auth: { token: () => 't' } }, (c) => c.request('http://127.0.0.1:9/a')],
+    ['headers as a function and auth.token', { headers: () => ({ 'x-a': '1' }), auth: { token: () => 't', origins: ['http://127.0.0.1:9'] } }, (c) => c.request('http://127.0.0.1:9/a')],
     ['hooks', { hooks: { beforeRequest: [() => {}], afterResponse: [() => {}] } }, (c) => c.request('http://127.0.0.1:9/a')],
     ['client.fetch', {}, async (c) => (await c.fetch('http://127.0.0.1:9/a')).json()],
   ];
@@ -440,6 +441,68 @@ test("'attempt' events are the attempts sent: none for one whose beforeRequest h
   client.close();
 });
 
+test('auth: the token goes to baseUrl\'s origin and auth.origins only; without either in Node, createClient rejects', async () => {
+  const { OptionsError } = await import('../../pkg/node.js');
+  const other = server.urls[1];
+  // Without baseUrl or auth.origins there is no origin the token may go to: OptionsError('auth')
+  // naming both, from createClient and from extend.
+  const refusedToken = await createClient({ auth: { token: () => 'secret' } }).catch((e) => e);
+  assert.ok(refusedToken instanceof OptionsError, String(refusedToken));
+  assert.equal(refusedToken.option, 'auth');
+  assert.match(refusedToken.message, /baseUrl/);
+  assert.match(refusedToken.message, /auth\.origins/);
+  const bare = await createClient({ crossTab: false });
+  assert.throws(() => bare.extend({ auth: { token: () => 'secret' } }), (e) => e instanceof OptionsError && e.option === 'auth');
+  // Entries that are no origin: refused by their index, never repeated.
+  for (const [origins, option] of [
+    ['https://api.example.com', 'auth.origins'], [['https://api.example.com/v1'], 'auth.origins[0]'],
+    [['*', 'https://u:hunter2@api.example.com'], 'auth.origins[1]'], [[42], 'auth.origins[0]'],
+    [['api.example.com'], 'auth.origins[0]'], [['https://api.example.com?x=1'], 'auth.origins[0]'],
+    [['https://*.example.com'], 'auth.origins[0]'],
+  ]) {
+    const e = await createClient({ auth: { token: () => 't', origins } }).catch((x) => x);
+    assert.ok(e instanceof OptionsError && e.option === option, `${JSON.stringify(origins)}: ${e}`);
+    assert.doesNotMatch(e.message, /hunter2/);
+  }
+
+  let refreshes = 0;
+  const api = await createClient({
+    baseUrl: `${server.url}/v1/`, retry: false, crossTab: false,
+    auth: { token: () => 'secret', refresh: () => { refreshes++; } },
+  });
+  const auth = async (c, url, init) => (await c.request(url, init)).headers.authorization ?? null;
+  assert.equal(await auth(api, `${server.url}/echo?id=home`), '<redacted>', 'to its own origin');
+  assert.equal(await auth(api, `${other}/echo?id=away`), null, 'not to another origin');
+  assert.equal(await auth(api, `${other}/echo?id=away`, { method: 'POST', body: { a: 1 } }), null, 'nor a POST to it');
+  const fetched = await (await api.fetch(`${other}/echo?id=away`)).json();
+  assert.equal(fetched.headers.authorization, undefined, 'nor through fetch()');
+  // A 401 from another origin is no token's to refresh: one request, no refresh.
+  const e401 = await api.request(`${other}/auth?accept=secret&id=away-401`).catch((x) => x);
+  assert.equal(e401.status, 401);
+  assert.equal(e401.data.given, null);
+  assert.equal(refreshes, 0);
+  assert.equal((await log('away-401')).length, 1);
+  // A derived client keeps its auth's origins, whatever its own baseUrl.
+  const moved = api.extend({ baseUrl: `${other}/` });
+  assert.equal(await auth(moved, 'echo?id=moved'), null);
+  // auth.origins widens it; '*' sends it everywhere, on purpose.
+  const widened = await createClient({ crossTab: false, auth: { token: () => 'secret', origins: [`${other}/`] } });
+  assert.deepEqual([await auth(widened, `${other}/echo?id=w`), await auth(widened, `${server.url}/echo?id=w`)], ['<redacted>', null]);
+  const everywhere = api.extend({ auth: { token: () => 'secret', origins: ['*'] } });
+  assert.equal(await auth(everywhere, `${other}/echo?id=star`), '<redacted>');
+  // Installed as the global fetch: another script's request to another origin goes without it.
+  const original = globalThis.fetch;
+  globalThis.fetch = api.fetch;
+  try {
+    const third = await (await fetch(`${other}/echo?id=third`, { method: 'POST', body: 'x' })).json();
+    const own = await (await fetch(`${server.url}/echo?id=third`)).json();
+    assert.deepEqual([third.headers.authorization ?? null, own.headers.authorization], [null, '<redacted>']);
+  } finally {
+    globalThis.fetch = original;
+  }
+  for (const c of [bare, api, widened]) c.close();
+});
+
 test("extend: a derived client's static headers win over its parent's header function and token, as over its static ones", async () => {
   const root = await createClient({ crossTab: false, headers: () => ({ 'x-a': 'root-fn', 'x-b': 'root-fn' }) });
   const echo = async (c, id, init) => (await c.request(`${server.url}/echo?id=${id}`, init)).headers;
@@ -454,7 +517,7 @@ test("extend: a derived client's static headers win over its parent's header fun
   // The token is the parent's auth's: a derived client's static Authorization wins over it, and a
   // 401 then is not the token's to refresh.
   let refreshes = 0;
-  const authed = await createClient({ crossTab: false, retry: false, auth: { token: () => 't1', refresh: () => { refreshes++; } } });
+  const authed = await createClient({ crossTab: false, retry: false, auth: { token: () => 't1', refresh: () => { refreshes++; }, origins: [server.url] } });
   const basic = authed.extend({ headers: { authorization: 'Basic dTpw' } });
   const refused = await basic.request(`${server.url}/auth?accept=t1&id=ext-basic`).catch((e) => e);
   assert.equal(refused.status, 401);
@@ -481,7 +544,7 @@ test("a token or headers function reading AsyncLocalStorage reads each request's
   const client = await createClient({
     crossTab: false, dedupe: false, fetch: transport, budget: false, breaker: false,
     concurrency: { max: 2 }, retry: { baseDelayMs: 1, maxDelayMs: 5 },
-    auth: { token: () => als.getStore() }, headers: () => ({ 'x-user': als.getStore() }),
+    auth: { token: () => als.getStore(), origins: ['http://127.0.0.1:9'] }, headers: () => ({ 'x-user': als.getStore() }),
   });
   // Started in one synchronous turn (a batch fanned out over users), queued for two slots, each
   // retried after a backoff that another call's timer or slot release ends.

@@ -247,7 +247,7 @@ after(() => fault?.close());
 const serving = new AsyncLocalStorage();
 
 for (const [how, options] of [
-  ['auth.token', (reads) => ({ auth: { token: () => (reads.push(serving.getStore()), serving.getStore()) } })],
+  ['auth.token', (reads) => ({ auth: { origins: [fault.url], token: () => (reads.push(serving.getStore()), serving.getStore()) } })],
   [
     'a headers function',
     (reads) => ({ headers: () => (reads.push(serving.getStore()), { authorization: `Bearer ${serving.getStore()}` }) }),

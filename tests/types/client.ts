@@ -397,12 +397,15 @@ export async function everyday(): Promise<void> {
     },
   });
   await createClient({ headers: () => new Headers({ a: 'b' }) });
-  await createClient({ auth: { token: async () => undefined } });
+  await createClient({ auth: { token: async () => undefined, origins: ['https://api.example.com'] } });
+  await createClient({ auth: { token: () => 't', origins: ['*'] as const } });
   const users: Client = api.extend({ baseUrl: 'users/', headers: { 'x-module': 'users' }, timeoutMs: 3000 });
   await users.request<User>('42');
   users.close();
   // @ts-expect-error auth needs a token function
   await createClient({ auth: { scheme: 'Token' } });
+  // @ts-expect-error auth.origins is a list of origins
+  await createClient({ auth: { token: () => 't', origins: 'https://api.example.com' } });
   // @ts-expect-error a header function returns headers
   await createClient({ headers: () => 42 });
   // @ts-expect-error beforeRequest returns a Request or nothing

@@ -47,7 +47,7 @@ impl Engine {
             return Ok(JsValue::UNDEFINED);
         };
         let base = call.target.headers().map(JsValue::from);
-        let asked = settle(io.read(&base.unwrap_or_default(), call.own()));
+        let asked = settle(io.read(&base.unwrap_or_default(), call.own(), &call.url));
         let pre = match call
             .cancel
             .within(c.deadline.remaining(now_ms()), asked)
