@@ -393,11 +393,19 @@ class Io {
     const mine = own.split('\n');
     const headers = new Headers(base ?? undefined);
     const pairs = [];
-    /** Sets the pair unless the call's own headers or `over` name it: whether it did. */
+    /**
+     * Sets the pair unless the call's own headers or `over` name it: whether it did. A pair no
+     * header can hold throws a TypeError naming the header only: the host's (Headers.set's)
+     * repeats the value, a token perhaps (API.md, "Errors never carry secrets").
+     */
     const set = (name, value, over) => {
-      const lower = name.toLowerCase();
+      const lower = String(name).toLowerCase();
       if (mine.includes(lower) || over.includes(lower)) return false;
-      headers.set(name, value);
+      try {
+        headers.set(name, value);
+      } catch {
+        throw refusedHeader(name);
+      }
       pairs.push([name, value]);
       return true;
     };
@@ -411,7 +419,9 @@ class Io {
           for (const [name, value] of entries) if (value !== undefined) set(name, value, over);
         }
       } catch (e) {
-        throw failed('headers', 'the headers function must give headers (an object, Headers or pairs)', e);
+        // Only a cause of ours: the host's words may quote what the function gave.
+        const cause = refused.has(e) ? e : undefined;
+        throw failed('headers', 'the headers function must give headers (an object, Headers or pairs)', cause);
       }
     }
     let seen;
@@ -430,7 +440,7 @@ class Io {
         try {
           sent = set('authorization', auth.scheme ? `${auth.scheme} ${token}` : token, this.authOver);
         } catch (e) {
-          throw failed('auth', 'auth.token() gave a value no header can hold', e);
+          throw failed('auth', 'auth.token() gave a value no header can hold', e); // (e names the header only)
         }
         if (sent) seen = { token, done };
       }
@@ -541,6 +551,14 @@ class Io {
       clearTimeout(timer);
     }
   }
+}
+
+/** The TypeErrors naming a header whose value the host refused (never the value). */
+const refused = new WeakSet();
+function refusedHeader(name) {
+  const e = new TypeError(`the value given for the header ${typeof name === 'string' ? JSON.stringify(name) : typeof name} is not one a header can hold`);
+  refused.add(e);
+  return e;
 }
 
 /** The lower-case names a static `headers` option gives (an object, Headers, a Map or pairs). */

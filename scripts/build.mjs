@@ -252,7 +252,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // The auth token to its origins only (baseUrl's, else the page's, and auth.origins; Node without
 // either refused), the origin handed to the wrapper by the wasm (Client.home): +480 (measured on
 // 97,361), 98,297 as built with the lines above.
-const SIZE_BUDGET_BYTES = 98_297;
+// No error or cause repeats a token, a header value or a URL's userinfo: the wrapper names a header
+// the host refused by its name (core.js), and fetch()'s Request-constructor TypeError loses the
+// userinfo and a quoted value (src/web/host.js): +197, 98,494.
+const SIZE_BUDGET_BYTES = 98_494;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -14,7 +14,7 @@ use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
 use super::hooks::{flag, Io};
-use super::host::{host, now_ms};
+use super::host::{host, now_ms, without_secrets};
 use super::layer::Layer;
 use super::options::{read_client, Reader};
 use super::request::{Builder, Built, Refused};
@@ -95,7 +95,7 @@ impl Client {
         }
         match self.builder.fetch(&self.engine, &input, &init) {
             Ok(built) => self.spawn(Ok(built), None, true),
-            Err(Refused::Host(e)) => Promise::reject(&e),
+            Err(Refused::Host(e)) => Promise::reject(&without_secrets(&e)),
             Err(Refused::Options(e)) => {
                 Promise::reject(&to_class(&self.make_error, options_error(e), true))
             }

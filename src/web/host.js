@@ -66,3 +66,24 @@ export function markSent(input, init) {
 export function wasSent(input, init) {
   return sent.has(input) || sent.has(init);
 }
+
+/**
+ * `e`, what the Request constructor threw for fetch()'s input, with no
+ * secret in its message (API.md, "Errors never carry secrets"): hosts repeat
+ * a URL's userinfo (Node and Chromium: "...includes credentials:
+ * http://user:pw@host/") and Node a header value it refused ('Headers.append:
+ * "<value>" is an invalid header value.'). Then a TypeError with the userinfo
+ * and the quoted value left out; else `e` itself.
+ */
+export function withoutSecrets(e) {
+  let said;
+  try {
+    said = e instanceof Error ? e.message : undefined;
+  } catch {
+    return e;
+  }
+  if (typeof said !== 'string') return e;
+  let safe = said.replace(/\b([a-z][a-z\d+.-]*:\/\/)[^\s/?#@]*@/gi, '$1');
+  if (/\bvalue\b/i.test(safe)) safe = safe.replace(/"[\s\S]*"/, '"…"');
+  return safe === said ? e : new TypeError(safe);
+}

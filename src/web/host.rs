@@ -129,6 +129,10 @@ extern "C" {
     /// Whether `input` or `init` is an attempt's of any client of the realm.
     #[wasm_bindgen(js_name = wasSent)]
     fn was_sent_js(input: &JsValue, init: &JsValue) -> bool;
+    /// What the Request constructor threw, with no userinfo or header
+    /// value in its message (host.js).
+    #[wasm_bindgen(js_name = withoutSecrets)]
+    fn without_secrets_js(e: &JsValue) -> JsValue;
 }
 
 /// Marks an attempt's `input` and `init` as sent through the global fetch,
@@ -140,6 +144,13 @@ pub fn mark_sent(input: &JsValue, init: &JsValue) {
 /// Whether `input` or `init` is an attempt's, of any client of the realm.
 pub fn was_sent(input: &JsValue, init: &JsValue) -> bool {
     was_sent_js(input, init)
+}
+
+/// What the Request constructor threw for `fetch()`'s input, its message
+/// without a URL's userinfo or a header value the host quoted (API.md,
+/// "Errors never carry secrets").
+pub fn without_secrets(e: &JsValue) -> JsValue {
+    without_secrets_js(e)
 }
 
 /// A promise for any value (`Promise.resolve`): what a stand-in's method

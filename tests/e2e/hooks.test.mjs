@@ -37,6 +37,14 @@ after(async () => {
   await servers?.close();
 });
 
+/** `scenario([fault, other])` in the page and in Node: both results. */
+async function both(scenario) {
+  globalThis.stormguard ??= await import('../../pkg/node.js');
+  const chromium = await page.evaluate(scenario, [servers.fault, servers.other]);
+  const node = await scenario([servers.fault, servers.other]);
+  return { chromium, node };
+}
+
 const log = async (id) => (await (await fetch(`${servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
 
 test('headers as a function and auth.token run before every attempt: a retry carries the current token', async () => {
@@ -155,6 +163,61 @@ test('auth in a page: the token goes to the page\'s origin, baseUrl\'s and auth.
     installed: [null, null, '<redacted>'],
   });
   assert.equal((await log('h-home-401')).length, 1, 'no replay of another origin\'s 401');
+});
+
+test('no error, cause or event repeats a token, a header value or a URL\'s userinfo', async () => {
+  const results = await both(async ([fault]) => {
+    const { createClient } = globalThis.stormguard ?? window.stormguard;
+    const where = typeof window === 'object' ? 'page' : 'node';
+    const id = `h-secrets-${where}`;
+    const events = [];
+    const listen = (c) => {
+      for (const name of ['attempt', 'retry', 'timeout', 'giveUp', 'breaker', 'fallback', 'storage', 'wait']) {
+        c.on(name, (e) => events.push(e));
+      }
+      return c;
+    };
+    const opts = { retry: false, crossTab: false };
+    const token = listen(await createClient({ ...opts, auth: { token: () => 'sk_live_1\r\nX-Evil: 1', origins: ['*'] } }));
+    const nul = listen(await createClient({ ...opts, auth: { token: () => 'sk_live_2\0', origins: ['*'] } }));
+    const headers = listen(await createClient({ ...opts, headers: () => ({ 'x-api-key': 'sk_live_3\nX-Evil: 1' }) }));
+    const pairs = listen(await createClient({ ...opts, headers: () => [['x-api-key', 'sk_live_4\rX']] }));
+    const plain = listen(await createClient(opts));
+    const url = `${fault}/echo?id=${id}`;
+    const withUser = url.replace('://', '://user:sk_live_5@');
+    const outcomes = {
+      token: await token.request(url).catch((e) => e),
+      nul: await nul.fetch(url).catch((e) => e),
+      headers: await headers.request(url).catch((e) => e),
+      pairs: await pairs.request(url).catch((e) => e),
+      fetchHeader: await plain.fetch(url, { headers: { 'x-api-key': 'sk_live_6\nX-Evil: 1' } }).catch((e) => e),
+      fetchUser: await plain.fetch(withUser).catch((e) => e),
+      fetchRequestUser: await plain.fetch(withUser, { method: 'POST', body: 'x' }).catch((e) => e),
+      requestUser: await plain.request(withUser).catch((e) => e),
+      requestHeader: await plain.request(url, { headers: { 'x-api-key': 'sk_live_7\nX-Evil: 1' } }).catch((e) => e),
+    };
+    const said = (e) => [e?.name, e?.message, String(e), e?.stack, e?.cause?.message, String(e?.cause), e?.cause?.stack].join(' | ');
+    const out = {};
+    for (const [name, e] of Object.entries(outcomes)) out[name] = { kind: `${e?.name}:${e?.option ?? ''}`, leaks: /sk_live/.test(said(e)) };
+    out.events = events.filter((e) => /sk_live/.test(JSON.stringify(e))).length;
+    for (const c of [token, nul, headers, pairs, plain]) c.close();
+    return out;
+  });
+  for (const [host, r] of Object.entries(results)) {
+    assert.deepEqual(r, {
+      token: { kind: 'OptionsError:auth', leaks: false },
+      nul: { kind: 'OptionsError:auth', leaks: false },
+      headers: { kind: 'OptionsError:headers', leaks: false },
+      pairs: { kind: 'OptionsError:headers', leaks: false },
+      fetchHeader: { kind: 'TypeError:', leaks: false },
+      fetchUser: { kind: 'TypeError:', leaks: false },
+      fetchRequestUser: { kind: 'TypeError:', leaks: false },
+      requestUser: { kind: 'OptionsError:url', leaks: false },
+      requestHeader: { kind: 'OptionsError:headers', leaks: false },
+      events: 0,
+    }, host);
+  }
+  assert.equal((await log('h-secrets-page')).length + (await log('h-secrets-node')).length, 0, 'nothing was sent');
 });
 
 test('schema() keeps no default copy for a client whose attempts may carry a token or added headers', async () => {
