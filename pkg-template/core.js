@@ -461,7 +461,11 @@ class Io {
       const next = await call(f, [request, info], (e) => failed('hooks', 'beforeRequest threw', e));
       if (next === undefined || next === null) continue;
       if (!(next instanceof Request)) throw failed('hooks', 'beforeRequest must return a Request or nothing');
-      if (new URL(next.url).origin !== new URL(request.url).origin || next.method !== request.method) {
+      // Read through Request.prototype's getters, as fetch reads the Request: a subclass's own
+      // `url` getter, or a Proxy of a Request (which the getters refuse), cannot lie about where
+      // it goes (API.md, "Where a token goes").
+      const [where, method] = real(next);
+      if (where === undefined || new URL(where).origin !== new URL(real(request)[0]).origin || method !== request.method) {
         throw failed('hooks', "beforeRequest must keep the request's origin and method");
       }
       request = next;
@@ -550,6 +554,18 @@ class Io {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** Request.prototype's `url` and `method` getters, read at the first hook (a host may add Request late). */
+let getters;
+/** `[url, method]` of a Request as fetch reads it (its internal slots), or `[]` for anything else. */
+function real(request) {
+  try {
+    getters ??= ['url', 'method'].map((k) => Object.getOwnPropertyDescriptor(Request.prototype, k).get);
+    return getters.map((get) => Reflect.apply(get, request, []));
+  } catch {
+    return [];
   }
 }
 

@@ -255,7 +255,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // No error or cause repeats a token, a header value or a URL's userinfo: the wrapper names a header
 // the host refused by its name (core.js), and fetch()'s Request-constructor TypeError loses the
 // userinfo and a quoted value (src/web/host.js): +197, 98,494.
-const SIZE_BUDGET_BYTES = 98_494;
+// A beforeRequest hook's Request checked by its URL and method as fetch reads them
+// (Request.prototype's getters), not by its own `url` property: +86, 98,580.
+const SIZE_BUDGET_BYTES = 98_580;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -220,6 +220,44 @@ test('no error, cause or event repeats a token, a header value or a URL\'s useri
   assert.equal((await log('h-secrets-page')).length + (await log('h-secrets-node')).length, 0, 'nothing was sent');
 });
 
+test('a beforeRequest hook\'s Request is checked by its real URL: a subclass whose url getter lies, or a Proxy of a Request, is refused', async () => {
+  const results = await both(async ([fault, other]) => {
+    const { createClient } = globalThis.stormguard ?? window.stormguard;
+    const where = typeof window === 'object' ? 'page' : 'node';
+    const id = `h-real-url-${where}`;
+    class Liar extends Request {
+      get url() { return `${fault}/echo?id=${id}`; }
+    }
+    const away = `${other}/echo?id=${id}`;
+    const hooks = {
+      subclass: (req) => new Liar(away, { headers: req.headers }),
+      proxy: (req) => new Proxy(new Request(away, { headers: req.headers }), {
+        get: (t, k) => (k === 'url' ? req.url : Reflect.get(t, k, t)),
+      }),
+      // (Node's getters read a Proxy's target, Chromium's refuse it: either way not another origin.)
+      plainProxy: (req) => new Proxy(new Request(away, { headers: req.headers }), {}),
+      // A subclass that tells the truth, to the same origin: sent.
+      honest: (req) => new (class extends Request {})(req.url, { headers: req.headers }),
+    };
+    const out = {};
+    for (const [name, hook] of Object.entries(hooks)) {
+      const client = await createClient({
+        retry: false, crossTab: false, auth: { token: () => 'secret', origins: [fault] }, hooks: { beforeRequest: hook },
+      });
+      const e = await client.request(`${fault}/echo?id=${id}`).then((v) => v.headers.authorization, (x) => `${x.name}:${x.option}`);
+      out[name] = e;
+      client.close();
+    }
+    return out;
+  });
+  for (const [host, r] of Object.entries(results)) {
+    assert.deepEqual(r, {
+      subclass: 'OptionsError:hooks', proxy: 'OptionsError:hooks', plainProxy: 'OptionsError:hooks', honest: '<redacted>',
+    }, host);
+  }
+  for (const where of ['page', 'node']) assert.equal((await log(`h-real-url-${where}`)).length, 1, `${where}: only the honest one was sent`);
+});
+
 test('schema() keeps no default copy for a client whose attempts may carry a token or added headers', async () => {
   const r = await page.evaluate(async () => {
     localStorage.clear();
