@@ -449,12 +449,17 @@ class Io {
   }
 
   /**
-   * The Request one attempt sends: a copy of `input` (a Request, or a URL
-   * with `init`) with what `read` gave (`pre`, or none) set on it, then the
-   * beforeRequest hooks.
+   * What one attempt sends, settled before its admission (API.md, "Hooks
+   * before admission"): a copy of `input` (a Request, or a URL with
+   * `init`) with what `read` gives set on it (never over the call's own
+   * headers, `own`), then the beforeRequest hooks. `{ request, seen }`:
+   * the Request as it will be sent, whose credentials and Idempotency-Key
+   * admission judges, and `read`'s `seen` (undefined: no token of the
+   * client's sent).
    */
-  async prepare(input, init, pre, requestId, attempt, method, url) {
+  async prepare(input, init, own, requestId, attempt, method, url) {
     let request = input instanceof Request ? input.clone() : new Request(input, { ...init, signal: null });
+    const pre = this.flags & 16 ? await this.read(request.headers, own, url) : undefined;
     for (const [name, value] of pre?.pairs ?? []) request.headers.set(name, value);
     const info = { requestId, attempt, method, url };
     for (const f of this.hooks.beforeRequest) {
@@ -470,7 +475,7 @@ class Io {
       }
       request = next;
     }
-    return request;
+    return { request, seen: pre?.seen };
   }
 
   /**

@@ -257,7 +257,11 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // userinfo and a quoted value (src/web/host.js): +197, 98,494.
 // A beforeRequest hook's Request checked by its URL and method as fetch reads them
 // (Request.prototype's getters), not by its own `url` property: +86, 98,580.
-const SIZE_BUDGET_BYTES = 98_580;
+// beforeRequest before admission, holding no slot (a hook calling its own client deadlocked), with the
+// header functions and token read in the same Io call; admission judges the Request as the hooks left it
+// (its credentials scope holds, its Idempotency-Key as sent decides a keyed retry) (rows 4, 8): -56
+// (measured on 98,297), 98,537 as built with the lines above.
+const SIZE_BUDGET_BYTES = 98_537;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

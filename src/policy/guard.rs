@@ -107,6 +107,13 @@ pub struct CallState<'a> {
     /// Whom the call speaks for: the holds it obeys and sets are those of
     /// its breaker key and these credentials.
     who: Credentials,
+    /// The attempt about to go (or last gone) may be replayed as keyed:
+    /// the call carries a key and the request as sent does too, the same
+    /// as the attempt before ([`CallState::key_sent`]).
+    keyed: bool,
+    /// The Idempotency-Key the last attempt was sent with, as the host
+    /// read it from the request as sent (`None`: absent or blank).
+    last_key: Option<String>,
 }
 
 impl CallState<'_> {
@@ -121,6 +128,21 @@ impl CallState<'_> {
     /// `Credentials::NONE` until set.
     pub fn set_credentials(&mut self, who: Credentials) {
         self.who = who;
+    }
+
+    /// The `Idempotency-Key` of the request the next attempt sends, read
+    /// from it as sent (a client's hooks may have rebuilt its headers):
+    /// that attempt may be replayed as keyed only if the call carries a key
+    /// and this one is present, not blank, and the same as the attempt
+    /// before's. Otherwise its failure is final for a method outside
+    /// `retry.methods` (API.md, "Exactly-once survives hooks and header
+    /// functions"): a second key, or none, is a second execution.
+    pub fn key_sent(&mut self, key: Option<&str>) {
+        // Blank: the host's Headers trims a value's outer spaces and tabs.
+        let key = key.filter(|k| !k.bytes().all(|b| b == b' ' || b == b'\t'));
+        let same = self.last_key.is_none() || self.last_key.as_deref() == key;
+        self.keyed = self.spec.has_key && key.is_some() && same;
+        self.last_key = key.map(str::to_owned);
     }
 
     /// The key of the holds and quota windows the call obeys and sets.
@@ -212,21 +234,6 @@ pub struct Attempt {
     pub started_ms: f64,
     pub elapsed_ms: f64,
     pub remaining_ms: f64,
-}
-
-impl Attempt {
-    /// The attempt's own time once its request goes out, `waited_ms` after
-    /// it began: the client's `beforeRequest` hooks run first within the
-    /// deadline (API.md, "Hooks"), not within `timeoutMs`, which bounds the
-    /// network part. `timeoutMs`, or what is left of the deadline when
-    /// that is less (then the phase is `Deadline`).
-    pub fn sent_after(&self, waited_ms: f64) -> (f64, Phase) {
-        let left = (self.remaining_ms - waited_ms.max(0.0)).max(0.0);
-        match self.phase {
-            Phase::Attempt if self.timeout_ms <= left => (self.timeout_ms, Phase::Attempt),
-            _ => (left, Phase::Deadline),
-        }
-    }
 }
 
 /// How an attempt ended, as far as the decisions care.
@@ -359,6 +366,8 @@ impl Guard {
             granted_at: None,
             told: None,
             who: Credentials::NONE,
+            keyed: spec.has_key,
+            last_key: None,
         }
     }
 
@@ -518,7 +527,7 @@ impl Guard {
         let key: &str = &c.spec.key;
         if !c.may_hedge()
             || c.deadline.expired(now)
-            || !method_may_retry(&c.retry, &c.spec.method, c.spec.has_key)
+            || !method_may_retry(&c.retry, &c.spec.method, c.keyed)
         {
             return None;
         }
@@ -583,33 +592,6 @@ impl Guard {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
-
-    #[test]
-    fn an_attempts_time_starts_when_its_request_goes_out_within_the_deadline() {
-        let a = Attempt {
-            attempt: 1,
-            permit: None,
-            timeout_ms: 200.0,
-            phase: Phase::Attempt,
-            started_ms: 0.0,
-            elapsed_ms: 0.0,
-            remaining_ms: 800.0,
-        };
-        // Hooks that took 300 ms leave the attempt its whole 200 ms.
-        assert_eq!(a.sent_after(0.0), (200.0, Phase::Attempt));
-        assert_eq!(a.sent_after(300.0), (200.0, Phase::Attempt));
-        // Then what is left of the deadline, when that is less.
-        assert_eq!(a.sent_after(700.0), (100.0, Phase::Deadline));
-        assert_eq!(a.sent_after(900.0), (0.0, Phase::Deadline));
-        let short = Attempt {
-            timeout_ms: 150.0,
-            phase: Phase::Deadline,
-            remaining_ms: 150.0,
-            ..a
-        };
-        assert_eq!(short.sent_after(50.0), (100.0, Phase::Deadline));
-        assert_eq!(short.sent_after(-5.0), (150.0, Phase::Deadline));
-    }
     use super::*;
     use crate::policy::options::{HedgeConfig, Jitter, LimiterConfig};
     use proptest::prelude::*;
@@ -687,6 +669,48 @@ mod tests {
             (1, 1, 0)
         );
         assert_eq!(g.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_keyed_post_is_retried_only_while_the_key_as_sent_stays_the_same() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let keyed: &'static Spec = Box::leak(Box::new(Spec {
+            has_key: true,
+            ..spec(&cc, "POST").clone()
+        }));
+        // What each attempt sent: the verdict after its failure.
+        let run = |sent: &[Option<&str>], spec: &'static Spec| {
+            let mut g = Guard::new(&client);
+            let mut c = g.start(spec, 0.0);
+            let mut now = 0.0;
+            let mut verdicts = Vec::new();
+            for key in sent {
+                c.key_sent(*key);
+                let s = send(&mut g, &mut c, now);
+                let v = settle(&mut g, &mut c, &s, Ended::Network { offline: false }, now);
+                if let Verdict::Retry { delay_ms } = v {
+                    now += delay_ms;
+                }
+                verdicts.push(v);
+            }
+            verdicts
+        };
+        let retry = |delay_ms| Verdict::Retry { delay_ms };
+        let method = Verdict::Fail {
+            denied: RetryDenied::Method,
+        };
+        let k = Some("order-42");
+        assert_eq!(run(&[k, k], keyed), [retry(1000.0), retry(2000.0)]);
+        // absent, blank
+        assert_eq!(run(&[None], keyed), [method]);
+        assert_eq!(run(&[Some("  ")], keyed), [method]);
+        assert_eq!(run(&[Some(" \t")], keyed), [method]);
+        // rebuilt without it on the retry, or with another: that failure is final
+        assert_eq!(run(&[k, None], keyed), [retry(1000.0), method]);
+        assert_eq!(run(&[k, Some("fresh-uuid")], keyed)[1], method);
+        // a key a hook adds to a call that carries none makes no replay
+        assert_eq!(run(&[k], spec(&cc, "POST")), [method]);
     }
 
     #[test]

@@ -5,11 +5,12 @@
 
 use std::rc::Rc;
 
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
 use super::convert::get;
+use super::errors::CallError;
 use super::layer::Layer;
 use crate::policy::credentials::Credentials;
 use crate::policy::guard::Spec;
@@ -73,6 +74,47 @@ impl Call {
     }
 }
 
+/// Why the call loop stops before an attempt: an error as it is, or the
+/// deadline (which ends the call with the failure its last retry was
+/// planned after, when there was one).
+pub enum Halt {
+    Error(CallError),
+    OutOfTime,
+}
+
+impl From<CallError> for Halt {
+    fn from(e: CallError) -> Halt {
+        Halt::Error(e)
+    }
+}
+
+/// What one attempt sends, settled before its admission
+/// (`Engine::prepare`): what the client's `Io` gave, `{ request, seen }`
+/// (`Io::prepare`), or undefined for a client without one, whose attempts
+/// send the call's own target.
+pub struct Prepared(pub JsValue);
+
+impl Prepared {
+    /// The Request the client's hooks left, sent as it is.
+    pub fn request(&self) -> Option<Request> {
+        if self.0.is_undefined() {
+            return None;
+        }
+        get(&self.0, "request").ok().map(JsCast::unchecked_into)
+    }
+
+    /// What `Io::prepare` said of the auth token it carries (the token and
+    /// the refreshes finished when it was read, for `Io::refreshed`;
+    /// `None`: it carries no token of the client's). Not asked without an
+    /// `Io`: Reflect.get would throw, and a JS exception costs a call 25-30 µs.
+    pub fn seen(&self) -> Option<JsValue> {
+        if self.0.is_undefined() {
+            return None;
+        }
+        get(&self.0, "seen").ok().filter(|v| !v.is_undefined())
+    }
+}
+
 /// What every attempt of a call sends.
 pub enum Target {
     /// `fetch(url, init)` with the call's own init, whose signal is set anew
@@ -105,14 +147,6 @@ impl Target {
         match self {
             Target::Url { url, init, .. } => (url.clone(), init.clone().into()),
             Target::Request { request, .. } => (JsValue::from(request), JsValue::UNDEFINED),
-        }
-    }
-
-    /// One attempt's own Request, sent as it is.
-    pub fn own(request: Request) -> Target {
-        Target::Request {
-            request,
-            reuse: true,
         }
     }
 

@@ -10,7 +10,8 @@ mod steps;
 
 use steps::Step;
 
-use super::call::Call;
+pub(super) use super::call::Halt;
+use super::call::{Call, Prepared};
 use super::crosstab::ProbeLock;
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
@@ -23,14 +24,6 @@ use crate::policy::deadline::Deadline;
 use crate::policy::guard::{Admission, Attempt, CallState, Phase, Stop, Verdict};
 use crate::policy::limiter::Acquire;
 
-/// Why the loop stops before an attempt: an error as it is, or the
-/// deadline (which ends the call with the failure its last retry was
-/// planned after, when there was one).
-pub(super) enum Halt {
-    Error(CallError),
-    OutOfTime,
-}
-
 /// What a call holding a half-open probe permit does after asking for
 /// the cross-tab probe lock (see `probe.rs`).
 pub(super) enum Probed {
@@ -39,12 +32,6 @@ pub(super) enum Probed {
     /// Another tab's probe decided the key (or a probe permit came back
     /// here): give the permit back and ask again.
     Again,
-}
-
-impl From<CallError> for Halt {
-    fn from(e: CallError) -> Halt {
-        Halt::Error(e)
-    }
 }
 
 fn circuit_open(call: &Call, retry_in_ms: f64) -> CallError {
@@ -95,7 +82,7 @@ impl Engine {
         let mut last: Option<CallError> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
-            let (sent, _probe_lock, pre) = match Apart(self.admitted(call, c)).await {
+            let (sent, _probe_lock, prepared) = match Apart(self.admitted(call, c)).await {
                 Ok(sent) => sent,
                 Err(Halt::Error(e)) => return Err(e),
                 Err(Halt::OutOfTime) => {
@@ -107,7 +94,7 @@ impl Engine {
                     })
                 }
             };
-            let Decided { end, send, quota } = Apart(self.round(call, c, sent, &pre)).await;
+            let Decided { end, send, quota } = Apart(self.round(call, c, sent, &prepared)).await;
             let end = match Apart(self.after_401(call, c, end, &send, quota.as_ref())).await {
                 Step::Settle(end) => end,
                 Step::Replay => continue,
@@ -166,17 +153,19 @@ impl Engine {
         }
     }
 
-    /// Reads what the client's header functions and token give the attempt
-    /// (whose credentials the holds it obeys are those of), waits until the
+    /// Settles what the attempt sends (the client's header functions,
+    /// token and beforeRequest hooks, holding nothing: `Engine::prepare`),
+    /// whose credentials the holds it obeys are those of, waits until the
     /// policy core lets the call send, then takes its probe lock (a
     /// half-open probe, across tabs: held until the attempt ends) and a
-    /// concurrency slot: the attempt to send, and what was read for it.
+    /// concurrency slot: the attempt to send, and what it sends.
     async fn admitted(
         &self,
         call: &Call,
         c: &mut CallState<'_>,
-    ) -> Result<(Attempt, Option<ProbeLock>, JsValue), Halt> {
-        let pre = self.read(call, c).await?;
+    ) -> Result<(Attempt, Option<ProbeLock>, Prepared), Halt> {
+        let prepared = Apart(self.prepare(call, &c.deadline, c.attempts() + 1)).await?;
+        Engine::judge(call, c, &prepared);
         let (permit, probe_lock) = self.admission(call, c).await?;
         if let Err(e) = self.acquire_slot(call, &c.deadline).await {
             self.give_back(call, c, permit);
@@ -185,7 +174,7 @@ impl Engine {
         // A slot (or a lock) that came right at the deadline: no attempt
         // with nothing left to run in.
         match self.decide(&call.request_id, |g| g.begin(c, permit, now_ms())) {
-            Some(send) => Ok((send, probe_lock, pre)),
+            Some(send) => Ok((send, probe_lock, prepared)),
             None => {
                 self.release_slot();
                 Err(Halt::OutOfTime)

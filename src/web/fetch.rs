@@ -11,15 +11,14 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{AbortSignal, RequestInit};
 
-use super::call::{Call, Mode, ResponseType, Target};
+use super::call::{Call, Mode, Prepared, ResponseType, Target};
 use super::cancel::Cancel;
 use super::convert::{get, key};
 use super::errors::{CallError, ErrorKind};
 use super::events::Listeners;
 use super::hooks::flag;
 use super::host::{
-    assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, realm, to_promise,
-    Class,
+    assign, either_signal, epoch_ms, instance_of, json_parse, quiet, realm, to_promise, Class,
 };
 use super::runtime::{settle, Alarm, Apart, Either, Race, Settle, Stop};
 use super::transport::Transport;
@@ -267,15 +266,7 @@ pub async fn attempt(
         return (AttemptEnd::Cancelled, None);
     }
     let attached = cancel.attach(&stop);
-    // A client's beforeRequest hooks run within the deadline; the attempt's
-    // own time starts when its request goes out (`Attempt::sent_after`).
-    let hooked = call.layer().io(flag::PER_ATTEMPT).is_some();
-    let (ms, phase) = if hooked {
-        (send.remaining_ms, Phase::Deadline)
-    } else {
-        (send.timeout_ms, send.phase)
-    };
-    let timer = RefCell::new((Alarm::stop(ms, &stop), phase));
+    let timer = Alarm::stop(send.timeout_ms, &stop);
     let signal = match &call.mode {
         Mode::Fetch {
             body_signal: Some(caller),
@@ -284,17 +275,10 @@ pub async fn attempt(
     };
     let answered = RefCell::new(None);
     let quota = Cell::new(None);
-    let sent = Cell::new(false);
-    let at = Sending {
-        send: &send,
-        sent: &sent,
-        leg,
-        timer: &timer,
-        stop: &stop,
-    };
+    let at = Sending { send: &send, leg };
     let work = std::pin::pin!(run(call, transport, &signal, at, &answered, &quota));
     let end = Race(work, stop.wait()).await;
-    drop(attached);
+    drop((attached, timer));
     let error = match end {
         Either::Left(Ok(end)) => return (end, quota.get()),
         Either::Left(Err(e)) => e,
@@ -307,13 +291,8 @@ pub async fn attempt(
     if let Some(a) = answered.take() {
         return (a.end(), quota.get());
     }
-    let phase = timer.borrow().1;
-    if stop.timed_out() && !sent.get() {
-        // The deadline passed in the client's beforeRequest hooks.
-        let error = CallError::new(ErrorKind::Timeout { phase });
-        (AttemptEnd::Hook { error, sent: false }, None)
-    } else if stop.timed_out() {
-        (AttemptEnd::Timeout(phase), None)
+    if stop.timed_out() {
+        (AttemptEnd::Timeout(send.phase), None)
     } else {
         (AttemptEnd::Network(error), None)
     }
@@ -323,35 +302,24 @@ pub async fn attempt(
 pub struct Leg<'a> {
     /// Not the first attempt of its round.
     pub hedge: bool,
-    /// What the client's header functions and token gave the round
-    /// (`Io::read`; undefined without), set on the attempt's Request.
-    pub pre: &'a JsValue,
+    /// What was settled for the round before its admission
+    /// (`Engine::prepare`): the Request the client's hooks left, if any,
+    /// and what its header functions and token gave.
+    pub prepared: &'a Prepared,
     /// Where the attempt is announced (an `attempt` event) as its request
-    /// goes out: one whose hook failed sent nothing and is not announced,
-    /// as `stats().attempts` does not count it.
+    /// goes out.
     pub events: &'a Listeners,
 }
 
-/// Which attempt `run` makes, where it tells that its request has gone
-/// out, and its timer (with the phase it bounds), set anew then.
+/// Which attempt `run` makes, and how.
 struct Sending<'a> {
     send: &'a Attempt,
-    sent: &'a Cell<bool>,
     leg: Leg<'a>,
-    timer: &'a RefCell<(Alarm, Phase)>,
-    stop: &'a Stop,
 }
 
 impl Sending<'_> {
-    /// The request goes out: told (`sent`, an `attempt` event), and after
-    /// the client's hooks (`hooked`) the attempt's own time starts
-    /// (`Attempt::sent_after`).
-    fn went(&self, call: &Call, hooked: bool) {
-        self.sent.set(true);
-        if hooked {
-            let (ms, phase) = self.send.sent_after(now_ms() - self.send.started_ms);
-            *self.timer.borrow_mut() = (Alarm::stop(ms, self.stop), phase);
-        }
+    /// The request goes out: an `attempt` event.
+    fn went(&self, call: &Call) {
         let send = self.send;
         self.leg
             .events
@@ -364,9 +332,9 @@ impl Sending<'_> {
 
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
 /// announces goes into `quota` as soon as its headers are in. A client
-/// with hooks, header functions or auth sends a Request of the attempt's
-/// own (made by the wrapper's `Io`, `hooks.rs`) and may replace the Response
-/// (`afterResponse`).
+/// with hooks, header functions or auth sends the Request made for the
+/// round before its admission (by the wrapper's `Io`, `hooks.rs`) and may
+/// replace the Response (`afterResponse`).
 async fn run(
     call: &Call,
     transport: &Transport,
@@ -382,24 +350,9 @@ async fn run(
         &call.url,
     );
     let io = call.layer().io(flag::PER_ATTEMPT);
-    let own = match io {
-        None => None,
-        Some(io) => {
-            let (input, init) = call.target.parts();
-            match settle(io.prepare(&input, &init, at.leg.pre, id, n, method, url)).await {
-                Ok(request) => Some(Target::own(request.unchecked_into())),
-                Err(e) => return Ok(AttemptEnd::hook(e, false)),
-            }
-        }
-    };
-    // What was read of the token it carries (undefined: none sent). No
-    // read (no auth or headers function) leaves `pre` undefined: not asked,
-    // as Reflect.get would throw, and a JS exception a call costs 25-30 µs.
-    let token = match at.leg.pre {
-        pre if pre.is_undefined() => None,
-        pre => get(pre, "seen").ok().filter(|v| !v.is_undefined()),
-    };
-    at.went(call, io.is_some());
+    let own = at.leg.prepared.request().map(Target::request);
+    let token = at.leg.prepared.seen();
+    at.went(call);
     let target = own.as_ref().unwrap_or(&call.target);
     let mut value = settle(send(transport, target, signal, at.leg.hedge)?).await?;
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {

@@ -22,9 +22,7 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
-use wasm_bindgen::JsValue;
-
-use super::call::Call;
+use super::call::{Call, Prepared};
 use super::engine::Engine;
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{epoch_ms, now_ms, rand01};
@@ -41,17 +39,17 @@ struct Sent<'a> {
 
 impl Engine {
     /// Sends the call's attempt `first` (its slot taken) and any hedges of
-    /// it the policy core allows, each with what the client's header
-    /// functions and token gave the round (`pre`, see `Io::read`); ends
-    /// with the attempt that decides.
+    /// it the policy core allows, each sending what was settled for the
+    /// round before its admission (`prepared`, see `Engine::prepare`);
+    /// ends with the attempt that decides.
     pub async fn round<'a>(
         &'a self,
         call: &'a Call,
         c: &mut CallState<'_>,
         first: Attempt,
-        pre: &'a JsValue,
+        prepared: &'a Prepared,
     ) -> Decided {
-        let mut live = vec![self.launch(call, first, false, pre)];
+        let mut live = vec![self.launch(call, first, false, prepared)];
         // Until the core refuses one (its count is over the whole call).
         let mut hedging = call.spec.cfg.hedge.is_some();
         loop {
@@ -79,7 +77,7 @@ impl Engine {
             .await;
             let Some((i, (end, quota))) = ended_at else {
                 match self.decide(&call.request_id, |g| g.hedge(c, now_ms(), rand01())) {
-                    Some(send) => live.push(self.launch(call, send, true, pre)),
+                    Some(send) => live.push(self.launch(call, send, true, prepared)),
                     None => hedging = false,
                 }
                 continue;
@@ -125,20 +123,20 @@ impl Engine {
 
     /// Starts one attempt as the policy core set it out (`hedge`: not the
     /// first of its round), under its timeout; announced (an `attempt`
-    /// event) when its request goes out, after the client's hooks.
+    /// event) as its request goes out.
     fn launch<'a>(
         &'a self,
         call: &'a Call,
         send: Attempt,
         hedge: bool,
-        pre: &'a JsValue,
+        prepared: &'a Prepared,
     ) -> Sent<'a> {
         call.cancel.begin_attempt(send.attempt);
         let stop = Stop::new();
         let transport = call.layer().transport().unwrap_or(&self.transport);
         let leg = fetch::Leg {
             hedge,
-            pre,
+            prepared,
             events: &self.events,
         };
         Sent {

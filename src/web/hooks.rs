@@ -9,10 +9,13 @@
 //! 7.7 KB gzip to the shipped package, here 2.5 (0.8 of it in wasm; each
 //! measured by building without it, issue 25). What they may change is decided
 //! here and in the policy core, at fixed points of the call loop: each
-//! attempt's Request (`fetch.rs`), its Response (`afterResponse`), a retry
-//! (`beforeRetry` false: `Guard::veto_retry`) and a 401 (`Guard::replay`,
-//! then the shared refresh). Each promise is awaited within the attempt's
-//! time or the deadline and until the call is aborted; one that rejects
+//! attempt's Request, before its admission (`driver/steps.rs`: the holds,
+//! quotas, dedupe and idempotency it is judged by are those of the Request
+//! as the hooks left it), its Response (`afterResponse`, `fetch.rs`), a
+//! retry (`beforeRetry` false: `Guard::veto_retry`) and a 401
+//! (`Guard::replay`, then the shared refresh). Each promise is awaited
+//! within the attempt's time or the deadline and until the call is
+//! aborted; one that rejects
 //! ends the call with what it rejected with (an `OptionsError` naming
 //! `hooks`, `headers` or `auth`, `cause` what the user's function threw).
 
@@ -26,23 +29,20 @@ extern "C" {
     pub type Io;
     #[wasm_bindgen(method, getter)]
     pub fn flags(this: &Io) -> u32;
-    /// `{ pairs, seen, headers }`: what the header functions and the token
-    /// give an attempt to `url`, read before its admission (never over a
-    /// header named in `own`; the token only to the auth's origins);
-    /// `headers`: `base` with them set, as sent; `seen`: the token sent
-    /// and the refreshes finished when it was read, opaque here
-    /// (undefined: no token of the client's).
-    #[wasm_bindgen(method)]
-    pub fn read(this: &Io, base: &JsValue, own: &str, url: &str) -> Promise;
-    /// The attempt's Request: `input` (and `init`) with what `read` gave
-    /// (`pre`, or undefined) set on it, through the beforeRequest hooks.
+    /// `{ request, seen }`: what one attempt sends, settled before its
+    /// admission: `input` (and `init`) copied, with what the header
+    /// functions and the token give (never over a header named in `own`;
+    /// the token only to the auth's origins),
+    /// through the beforeRequest hooks; `seen`: the token sent and the
+    /// refreshes finished when it was read, opaque here (undefined: no
+    /// token of the client's sent).
     #[wasm_bindgen(method)]
     #[allow(clippy::too_many_arguments)]
     pub fn prepare(
         this: &Io,
         input: &JsValue,
         init: &JsValue,
-        pre: &JsValue,
+        own: &str,
         request_id: &str,
         attempt: u32,
         method: &str,
@@ -89,7 +89,6 @@ pub mod flag {
     pub const REFRESH: u32 = 4;
     /// Attempts may carry credentials the call's own headers do not show.
     pub const MAY_AUTHORIZE: u32 = 8;
-    /// Header functions or a token, read before each attempt's admission
-    /// (`Io::read`): the holds it obeys are those of what they give.
-    pub const READS: u32 = 16;
+    // (16, header functions or a token, is the wrapper's own: `Io::prepare`
+    // reads them.)
 }

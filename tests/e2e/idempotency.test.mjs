@@ -1,8 +1,12 @@
-// Exactly-once survives hooks and header functions (issue 37, row 2; API.md,
-// "Revised 2026-12-07"): a keyed POST to the fault server's `/drop` (its
-// idempotency store executes a key once, and kills the connection without
-// answering) sends the call's own key on every attempt, over one a client
-// `headers` function gives (a fresh UUID "per request").
+// Exactly-once survives hooks and header functions (issue 37, rows 2 and 4;
+// API.md, "Revised 2026-12-07"): a keyed POST to the fault server's `/drop`
+// (its idempotency store executes a key once, and kills the connection
+// without answering) is retried only while the Idempotency-Key as sent is
+// the call's own, the same on every attempt.
+//   - the call's `idempotencyKey` wins over one a client `headers` function
+//     gives (a fresh UUID "per request"), on every attempt;
+//   - a `beforeRequest` hook that rebuilds the headers without the key (a
+//     signing hook), blanks it or changes it: that attempt's failure is final.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../server/server.mjs';
@@ -39,4 +43,33 @@ test("the call's idempotencyKey wins over a headers function's Idempotency-Key, 
   }
   assert.ok(given >= 4, 'the headers function ran before each attempt');
   client.close();
+});
+
+test('a keyed POST whose beforeRequest hook sends it without its key, blank, or with another: that failure is final', async () => {
+  const cases = [
+    // A signing hook that rebuilds the headers without Idempotency-Key.
+    ['rebuilt', (request) => new Request(request, { headers: { 'content-type': 'application/json', 'x-signature': 'sig' } }), [null]],
+    ['blank', (request) => { request.headers.set('Idempotency-Key', '   '); }, ['']],
+    // A fresh key per attempt: the first may be retried (it is the attempt's
+    // own), the second differs from the first: final.
+    ['fresh', (request, info) => { request.headers.set('Idempotency-Key', `k-${info.attempt}`); }, ['k-1', 'k-2']],
+    // Only from the retry on: the first keeps order-7, the retry sends none.
+    ['dropped on retry', (request, info) => { if (info.attempt > 1) request.headers.delete('Idempotency-Key'); }, ['order-7', null]],
+  ];
+  for (const [how, hook, keys] of cases) {
+    const client = await createClient({ ...RETRY, hooks: { beforeRequest: hook } });
+    const id = `i37-hook-${how.replace(/\W/g, '')}`;
+    const r = await settled(client.request(`${server.url}/drop?id=${id}`, { method: 'POST', body: { sku: 'a1' }, idempotencyKey: 'order-7' }));
+    assert.deepEqual([r.ok, r.name, r.retryDenied], [false, 'NetworkError', 'method'], `${how}: ${JSON.stringify(r)}`);
+    assert.deepEqual(await log(id), keys, `${how}: the keys as sent`);
+    assert.equal(await executions(id), keys.length, `${how}: one execution per request sent, none more`);
+    client.close();
+  }
+  // A hook that keeps the key (it signs in place): retried, executed once.
+  const signing = await createClient({ ...RETRY, hooks: { beforeRequest: (request) => { request.headers.set('x-signature', 'sig'); } } });
+  const r = await settled(signing.request(`${server.url}/drop?id=i37-hook-kept`, { method: 'POST', body: {}, idempotencyKey: 'order-8' }));
+  assert.equal(r.ok, true, JSON.stringify(r));
+  assert.deepEqual(await log('i37-hook-kept'), ['order-8', 'order-8']);
+  assert.equal(await executions('i37-hook-kept'), 1);
+  signing.close();
 });

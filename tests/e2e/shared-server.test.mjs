@@ -246,13 +246,31 @@ after(() => fault?.close());
 /** The user a request of the server is being served for. */
 const serving = new AsyncLocalStorage();
 
-for (const [how, options] of [
+/**
+ * The ways a client adds the credential of the user being served, each
+ * recording in `reads` whom it read: `auth.token`, a `headers` function and
+ * (issue 37) a `beforeRequest` hook, whose credential admission judges too.
+ */
+const FROM = [
   ['auth.token', (reads) => ({ auth: { origins: [fault.url], token: () => (reads.push(serving.getStore()), serving.getStore()) } })],
   [
     'a headers function',
     (reads) => ({ headers: () => (reads.push(serving.getStore()), { authorization: `Bearer ${serving.getStore()}` }) }),
   ],
-]) {
+  [
+    'a beforeRequest hook',
+    (reads) => ({
+      hooks: {
+        beforeRequest: (request) => {
+          reads.push(serving.getStore());
+          request.headers.set('authorization', `Bearer ${serving.getStore()}`);
+        },
+      },
+    }),
+  ],
+];
+
+for (const [how, options] of FROM) {
   test(`holds from ${how}: alice's 429 Retry-After: 20 holds her calls, not bob's, on one shared client`, async () => {
     const reads = [];
     const client = await createClient({ retry: false, crossTab: false, ...options(reads) });
@@ -276,3 +294,33 @@ for (const [how, options] of [
     client.close();
   });
 }
+
+// Hooks before admission (issue 37, row 8): a beforeRequest hook that fetches
+// a CSRF token through the same client holds no slot while it does, so it
+// cannot wait behind the calls whose hooks are running.
+test('a beforeRequest hook that calls the same client (a CSRF token) does not deadlock once concurrency.max calls are in flight', async () => {
+  const id = 'i37-csrf';
+  let fetched = 0;
+  const client = await createClient({
+    crossTab: false,
+    concurrency: { max: 2, queue: 100 },
+    deadlineMs: 5000,
+    hooks: {
+      beforeRequest: async (request) => {
+        if (new URL(request.url).searchParams.has('csrf')) return;
+        fetched++;
+        const { query } = await client.request(`${fault.url}/echo?id=${id}-token&csrf=t0k`);
+        request.headers.set('x-csrf', query.csrf);
+      },
+    },
+  });
+  const calls = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => outcome(client, `${fault.url}/echo?id=${id}&n=${i}`, { method: 'POST', body: {} })),
+  );
+  for (const c of calls) assert.equal(c.ok, true, JSON.stringify(c));
+  assert.ok(calls.every((c) => c.data.headers['x-csrf'] === 't0k'), 'each call sent the token its hook fetched');
+  assert.equal(fetched, 6);
+  const s = client.stats();
+  assert.deepEqual([s.inFlight, s.queued], [0, 0]);
+  client.close();
+});

@@ -133,7 +133,7 @@ impl Guard {
             outcome,
             attempts_made: c.attempts.saturating_sub(c.replays),
             method: &c.spec.method,
-            has_idempotency_key: c.spec.has_key,
+            has_idempotency_key: c.keyed,
             retry_after_ms,
             remaining_ms: c.deadline.remaining(now),
         };

@@ -1,15 +1,15 @@
 //! The steps a client's hooks and auth add to the call loop, at fixed
-//! points of it: before admission, its header functions and token; after a
+//! points of it: before admission, its header functions, token and
+//! beforeRequest hooks; after a
 //! retry is planned, the `beforeRetry` hooks; after a 401 to an attempt
 //! that carried a token, the shared refresh. What each
 //! may change is the policy core's to decide (`Guard::veto_retry`,
 //! `Guard::replay`); here the client's `Io` (`hooks.rs`) is only asked,
 //! within the call's deadline and until it is cancelled.
 
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
-use super::super::call::{credentials_of, Call};
-use super::super::convert::get;
+use super::super::call::{credentials_of, Call, Prepared};
 use super::super::engine::Engine;
 use super::super::errors::{CallError, ErrorKind};
 use super::super::fetch::{self, AttemptEnd};
@@ -18,6 +18,8 @@ use super::super::host::now_ms;
 use super::super::runtime::{settle, Wake};
 use super::Halt;
 use crate::policy::classify::RetryDenied;
+use crate::policy::credentials::Credentials;
+use crate::policy::deadline::Deadline;
 use crate::policy::guard::{Attempt, CallState, Verdict};
 use crate::policy::ratelimit::Quota;
 
@@ -32,35 +34,60 @@ pub(super) enum Step {
 }
 
 impl Engine {
-    /// Before each attempt's admission: what the client's header functions
-    /// and token give it (`Io::read`, within the deadline and until the
-    /// call is cancelled; sent as read, never read again for the attempt),
-    /// and the call's credentials from its headers as they will be sent,
-    /// so the holds and quotas it obeys and sets are its user's (API.md,
-    /// "Holds"), a refreshed token's after a 401's replay. Undefined for a
-    /// client without such functions: the call's own headers say whom it
-    /// speaks for. A function that fails ends the call (nothing sent, no
-    /// sample).
-    pub(super) async fn read(&self, call: &Call, c: &mut CallState<'_>) -> Result<JsValue, Halt> {
-        let Some(io) = call.layer().io(flag::READS) else {
-            c.set_credentials(call.target.credentials());
-            return Ok(JsValue::UNDEFINED);
+    /// Before each attempt's admission (API.md, "Hooks before admission"):
+    /// the Request it sends, with what the client's header functions and
+    /// token give, through its beforeRequest hooks (`Io::prepare`), within
+    /// the deadline and until the call is cancelled, holding no slot: a
+    /// hook may call the same client. The attempt sends that Request as it
+    /// is (never read again), and its admission judges it: the holds and
+    /// quotas it obeys and sets are those of its credentials as sent
+    /// (API.md, "Holds"), a refreshed token's after a 401's replay, and its
+    /// Idempotency-Key as sent decides whether it may be replayed
+    /// (`CallState::key_sent`). A client without an `Io` that makes a
+    /// Request sends the call's own: its headers say whom it speaks for. A
+    /// function that fails ends the call (nothing sent, no sample).
+    pub(in super::super) async fn prepare(
+        &self,
+        call: &Call,
+        deadline: &Deadline,
+        attempt: u32,
+    ) -> Result<Prepared, Halt> {
+        let Some(io) = call.layer().io(flag::PER_ATTEMPT) else {
+            return Ok(Prepared(JsValue::UNDEFINED));
         };
-        let base = call.target.headers().map(JsValue::from);
-        let asked = settle(io.read(&base.unwrap_or_default(), call.own(), &call.url));
-        let pre = match call
+        let (input, init) = call.target.parts();
+        let (id, method, url) = (&call.request_id, &call.spec.method, &call.url);
+        let asked = settle(io.prepare(&input, &init, call.own(), id, attempt, method, url));
+        match call
             .cancel
-            .within(c.deadline.remaining(now_ms()), asked)
+            .within(deadline.remaining(now_ms()), asked)
             .await
         {
-            Ok(Ok(pre)) => pre,
-            Ok(Err(e)) => return Err(CallError::new(ErrorKind::Thrown(e)).into()),
-            Err(Wake::Cancelled) => return Err(call.cancel.abort_error().into()),
-            Err(_) => return Err(Halt::OutOfTime),
-        };
-        let sent = get(&pre, "headers").map_err(|e| CallError::new(ErrorKind::Thrown(e)))?;
-        c.set_credentials(credentials_of(sent.unchecked_ref()));
-        Ok(pre)
+            Ok(Ok(pre)) => Ok(Prepared(pre)),
+            Ok(Err(e)) => Err(CallError::new(ErrorKind::Thrown(e)).into()),
+            Err(Wake::Cancelled) => Err(call.cancel.abort_error().into()),
+            Err(_) => Err(Halt::OutOfTime),
+        }
+    }
+
+    /// Whom the attempt that sends `prepared` speaks for: the credential
+    /// headers of its Request as sent (the call's own target's without
+    /// one).
+    fn who(call: &Call, prepared: &Prepared) -> Credentials {
+        match prepared.request() {
+            Some(r) => credentials_of(&r.headers()),
+            None => call.target.credentials(),
+        }
+    }
+
+    /// What admission judges of the attempt that sends `prepared`: its
+    /// credentials, and (a Request the client's `Io` made, which its
+    /// hooks may have rebuilt) its Idempotency-Key as sent.
+    pub(super) fn judge(call: &Call, c: &mut CallState<'_>, prepared: &Prepared) {
+        c.set_credentials(Engine::who(call, prepared));
+        if let Some(r) = prepared.request() {
+            c.key_sent(r.headers().get("Idempotency-Key").ok().flatten().as_deref());
+        }
     }
 
     /// When `verdict` is a retry planned after `err` (of attempt
