@@ -209,7 +209,12 @@ export interface FetchInit {
 }
 
 export interface ClientOptions extends FetchInit {
-  /** Relative URLs resolve against it (else location.href). */
+  /**
+   * A relative URL is joined under its path, as axios joins: `'https://api.example.com/v1'` (with or
+   * without the trailing slash) and `'/users/42'` or `'users/42'` give `https://api.example.com/v1/users/42`;
+   * `..` may not climb above its path (OptionsError 'url'); a URL with a scheme is used as given.
+   * Without it, relative URLs resolve against location.href.
+   */
   baseUrl?: string;
   /**
    * Sent with every call. A function (sync or async) is called before every
@@ -585,8 +590,8 @@ export interface Client {
   close(): void;
   /**
    * A derived client, synchronously: `options` merged over this client's
-   * (`headers` merged, `hooks` after this client's, `baseUrl` resolved
-   * against this client's, `retry` field by field, FetchInit fields over
+   * (`headers` merged, `hooks` after this client's, `baseUrl` joined
+   * under this client's, `retry` field by field, FetchInit fields over
    * this client's; a `fetch` given here is its transport), sharing this client's
    * breakers, retry budget, concurrency slots, rate-limit holds, cross-tab
    * link, last-good cache, stats and events: protection is per backend, not

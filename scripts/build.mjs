@@ -261,7 +261,12 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // header functions and token read in the same Io call; admission judges the Request as the hooks left it
 // (its credentials scope holds, its Idempotency-Key as sent decides a keyed retry) (rows 4, 8): -56
 // (measured on 98,297), 98,537 as built with the lines above.
-const SIZE_BUDGET_BYTES = 98_537;
+// baseUrl joins (issue 40 item 4): a relative input appended to baseUrl's path as axios does,
+// `..` kept from climbing above it, extend({ baseUrl }) and fetch() alike (src/policy/href.rs, the
+// joined URL checked in src/web/url.rs): +975 (measured on 97,361), 99,537 as built with the lines
+// above. (The join is ~2.5 KB of code before wasm-opt; doing it in request.js instead would be
+// smaller but leave the rule untested natively.)
+const SIZE_BUDGET_BYTES = 99_537;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -24,6 +24,7 @@ pub mod clock;
 pub mod credentials;
 pub mod deadline;
 pub mod guard;
+pub mod href;
 pub mod key;
 pub mod latency;
 pub mod limiter;

@@ -18,10 +18,10 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit, Url};
 use super::call::{Call, Mode, ResponseType, Target};
 use super::engine::Engine;
 use super::fetch_init::{Fields, InitView};
-use super::host::{instance_of, location_href, new_request, parse_url, uuid_v4, Class};
+use super::host::{instance_of, location_href, new_request, uuid_v4, Class};
 use super::layer::Layer;
 use super::options::{is_dictionary, read_call, read_idempotency_key, read_signal, Reader};
-use super::url::{endpoint, parse_href, read_base, Base};
+use super::url::{endpoint, parse_href, read_base, within, Base};
 use crate::policy::call_options::{self, header_idempotency_key, query_value, IdemKey, Scalar};
 use crate::policy::guard::Spec;
 use crate::policy::key;
@@ -79,18 +79,18 @@ impl Builder {
     /// options.
     pub fn read(r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
-            Some(b) => Some(read_base(&b, &JsValue::UNDEFINED)?),
+            Some(b) => Some(read_base(&b, None)?),
             None => None,
         };
         let defaults = Fields::read(r)?;
         Builder::checked(base_url, static_headers(r)?, defaults, cfg, layer)
     }
 
-    /// A derived client's (`extend`): its `baseUrl` resolved against this
+    /// A derived client's (`extend`): its `baseUrl` joined under this
     /// one's, its headers and FetchInit fields over these.
     pub fn derive(&self, r: &Reader, cfg: ClientConfig, layer: Rc<Layer>) -> Result<Builder> {
         let base_url = match r.string("baseUrl")? {
-            Some(b) => Some(read_base(&b, &self.base.href())?),
+            Some(b) => Some(read_base(&b, Some(&self.base))?),
             None => self.base.url().cloned(),
         };
         let mut headers = self.headers.clone();
@@ -223,16 +223,22 @@ impl Builder {
             self.defaults.clone()
         };
         let view = (dictionary || !defaults.is_empty()).then(|| InitView::new(init, defaults));
-        let source = match self.base.url() {
-            Some(base) if !is_request => {
-                parse_url(input, base).map_err(Refused::Host)?.href().into()
-            }
-            _ => input.clone(),
+        // A relative string joins under baseUrl as request()'s does; the
+        // rest is the Request constructor's to read (against the page).
+        let joined = match input.as_string() {
+            Some(text) if !is_request => self.base.joined(&text),
+            _ => None,
         };
+        let source = joined
+            .as_ref()
+            .map_or_else(|| input.clone(), |(text, _)| JsValue::from_str(text));
         let plain = view
             .as_ref()
             .map_or(JsValue::UNDEFINED, |v| v.proxy.clone());
         let request = new_request(&source, &plain).map_err(Refused::Host)?;
+        if let Some((_, under)) = joined {
+            within(under, &request.url(), "url")?;
+        }
         // The caller's signal: init's (null: none), else the input Request's.
         let signal = match view.as_ref().and_then(InitView::signal) {
             Some(given) => given,

@@ -1,12 +1,14 @@
-//! A call's URL: resolved against `baseUrl` or the page, and split into its
-//! href and endpoint (origin and path, what the default breaker key is made
-//! of). A path-absolute URL the parser would keep as written is written
-//! here in wasm, without a `new URL` per call; the parser resolves the rest.
+//! A call's URL: joined under `baseUrl` (`policy::href`) or resolved against
+//! the page, and split into its href and endpoint (origin and path, what
+//! the default breaker key is made of). A path-absolute URL the parser
+//! would keep as written is written here in wasm, without a `new URL` per
+//! call; the parser resolves the rest.
 
 use wasm_bindgen::prelude::*;
 use web_sys::Url;
 
 use super::host::{instance_of, location_href, parse_url, Class};
+use crate::policy::href;
 use crate::policy::options::OptionsError;
 use crate::text::{cat, path_absolute_as_written, split_http_href};
 
@@ -16,6 +18,10 @@ type Result<T> = std::result::Result<T, OptionsError>;
 pub struct Base {
     /// `baseUrl` as a JS string, passed to `new URL` as it is; `None`: the page.
     url: Option<JsValue>,
+    /// `baseUrl` as text (without query and fragment) and its path, which
+    /// a joined URL's path must stay within (`None`: the page, which inputs resolve against as fetch
+    /// resolves them).
+    joins: Option<(String, String)>,
     /// The origin of `baseUrl`, else of the page, when it is http(s): a
     /// path-absolute URL of plain characters is this and itself
     /// ([`path_absolute_as_written`]). (A page's origin does not change
@@ -31,7 +37,11 @@ impl Base {
             .and_then(split_http_href)
             .filter(|h| !h.credentials)
             .map(|h| h.origin.to_owned());
-        Base { url, origin }
+        let joins = url.as_ref().and_then(JsValue::as_string).map(|base| {
+            let (prefix, path) = href::base_of(&base);
+            (prefix.to_owned(), path.to_owned())
+        });
+        Base { url, joins, origin }
     }
 
     /// The origin of `baseUrl`, else of the page, when it is http(s).
@@ -49,15 +59,29 @@ impl Base {
         self.url.clone().unwrap_or_else(location_href)
     }
 
+    /// `input` joined under `baseUrl` when the client has one and `input`
+    /// is relative: the joined text, and the path it must stay within
+    /// ([`within`]).
+    pub fn joined(&self, input: &str) -> Option<(String, &str)> {
+        let (base, path) = self.joins.as_ref()?;
+        Some((href::join(base, input)?, path))
+    }
+
     /// Resolves `input` (string or URL; [`endpoint`] then refuses
     /// userinfo): its href, and the host's `URL` of it unless the href was
     /// written in wasm (the origin and a path-absolute URL the parser would
     /// keep as written, given with or without that origin).
     pub fn resolve(&self, input: &JsValue) -> Result<(String, Option<Url>)> {
-        let text = input.as_string();
-        if let (Some(origin), Some(text)) = (&self.origin, &text) {
+        let given = input.as_string();
+        let joined = given.as_deref().and_then(|t| self.joined(t));
+        let text = joined
+            .as_ref()
+            .map(|(j, _)| j.as_str())
+            .or(given.as_deref());
+        if let (Some(origin), Some(text)) = (&self.origin, text) {
             // The same, written out with that origin first (as links a server
-            // sends are), is already as the parser would write it.
+            // sends are, and as a joined URL is), is already as the parser
+            // would write it (and has no dot segment to climb with).
             let path = text
                 .strip_prefix(origin.as_str())
                 .filter(|p| p.starts_with('/'));
@@ -69,21 +93,49 @@ impl Base {
         if text.is_none() && !instance_of(input, Class::Url) {
             return Err(OptionsError::new("url", "must be a string or a URL"));
         }
-        parse_url(input, &self.href())
-            .map(|url| (url.href(), Some(url)))
-            .map_err(|_| invalid_url())
+        let url = match &joined {
+            Some((j, _)) => parse_url(&JsValue::from_str(j), &JsValue::UNDEFINED),
+            None => parse_url(input, &self.href()),
+        }
+        .map_err(|_| invalid_url())?;
+        let href = url.href();
+        if let Some((_, under)) = &joined {
+            within(under, &href, "url")?;
+        }
+        Ok((href, Some(url)))
     }
 }
 
-/// `baseUrl`, an absolute URL (or one relative to `parent`, a derived
-/// client's parent's) without credentials, as a JS string.
-pub fn read_base(given: &str, parent: &JsValue) -> Result<JsValue> {
-    let url = parse_url(&JsValue::from_str(given), parent)
+/// Refuses (as `option`) a joined URL whose `..` segments climbed above
+/// `baseUrl`'s path.
+pub fn within(base_path: &str, href: &str, option: &str) -> Result<()> {
+    if href::within(base_path, href) {
+        return Ok(());
+    }
+    Err(OptionsError::new(
+        option,
+        "climbs above baseUrl's path (a '..' segment)",
+    ))
+}
+
+/// `baseUrl`, an absolute URL without credentials, as a JS string; for a
+/// derived client (`parent`: its parent's `Base`), a relative one joined
+/// under its parent's `baseUrl` as a call's URL is (else resolved against
+/// the page).
+pub fn read_base(given: &str, parent: Option<&Base>) -> Result<JsValue> {
+    let joined = parent.and_then(|p| p.joined(given));
+    let text = joined.as_ref().map_or(given, |(j, _)| j.as_str());
+    let against = parent.map_or(JsValue::UNDEFINED, Base::href);
+    let url = parse_url(&JsValue::from_str(text), &against)
         .map_err(|_| OptionsError::new("baseUrl", "is not an absolute URL"))?;
+    let href = url.href();
+    if let Some((_, under)) = &joined {
+        within(under, &href, "baseUrl")?;
+    }
     if !url.username().is_empty() || !url.password().is_empty() {
         return Err(OptionsError::new("baseUrl", "must not contain credentials"));
     }
-    Ok(JsValue::from(url.href()))
+    Ok(JsValue::from(href))
 }
 
 fn invalid_url() -> OptionsError {

@@ -559,7 +559,7 @@ test('extend: options merged over the parent\'s, one engine (breakers, slots), h
   const r = await page.evaluate(async () => {
     const order = [];
     const root = await window.stormguard.createClient({
-      baseUrl: `${window.fault}/nowhere/`,
+      baseUrl: `${window.fault}/`,
       headers: { 'x-a': 'root', 'x-b': 'root' },
       retry: false,
       breaker: { consecutiveFailures: 2 },
@@ -567,7 +567,7 @@ test('extend: options merged over the parent\'s, one engine (breakers, slots), h
       hooks: { beforeRequest: () => { order.push('root'); } },
     });
     const child = root.extend({
-      baseUrl: '/status/',
+      baseUrl: 'status/',
       headers: { 'x-b': 'child', 'x-c': 'child' },
       timeoutMs: 3000,
       hooks: { beforeRequest: () => { order.push('child'); } },
@@ -608,7 +608,7 @@ test('extend: options merged over the parent\'s, one engine (breakers, slots), h
     };
   });
   assert.deepEqual([r.headers['x-a'], r.headers['x-b'], r.headers['x-c']], ['root', 'child', 'child']);
-  assert.equal(r.teapot.status, 418, 'baseUrl resolved against the parent\'s');
+  assert.equal(r.teapot.status, 418, 'baseUrl joined under the parent\'s');
   assert.deepEqual(r.refused, ['OptionsError:budget', 'OptionsError:breaker', 'OptionsError:concurrency', 'OptionsError:storage', 'OptionsError:crossTab', 'OptionsError:wasm']);
   assert.equal(r.open.name, 'CircuitOpenError', "the child's failures opened the root's breaker");
   assert.equal(r.queuedNow, 1, "the root's call waited for the child's slot");
