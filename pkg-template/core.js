@@ -526,10 +526,12 @@ class Io {
 
   /**
    * The beforeError hooks on the error a call rejects with, each may return
-   * another StormguardError; awaited until `until` (performance.now()
-   * time), past which the call rejects with its own error.
+   * another StormguardError. Hooks that answer at once are applied at once;
+   * one that returns a promise is awaited until `until` (performance.now()
+   * time; then the call's own error), or until one of `signals` aborts
+   * (then what `stopped()` gives).
    */
-  async error(e, until) {
+  async error(e, until, signals, stopped) {
     const own = e;
     // A hook's failure ends the call as the call ended: its id, attempts and time.
     const fail = (reason, cause) => {
@@ -537,27 +539,47 @@ class Io {
       if (isStormguardError(own)) ({ requestId: x.requestId, attempts: x.attempts, elapsedMs: x.elapsedMs } = own);
       return x;
     };
-    const work = (async () => {
-      for (const f of this.hooks.beforeError) {
-        let next;
+    const hooks = this.hooks.beforeError;
+    const checked = (next) => (isStormguardError(next) ? next : fail('beforeError must return a StormguardError'));
+    // The error after hooks i..; a promise of it from the first hook that answers later.
+    const run = (i, e) => {
+      for (; i < hooks.length; i++) {
+        let next, later;
         try {
-          next = await f(e);
+          next = hooks[i](e);
+          later = typeof next?.then === 'function';
         } catch (x) {
           return fail('beforeError threw', x);
         }
-        if (!isStormguardError(next)) return fail('beforeError must return a StormguardError');
-        e = next;
+        if (later) {
+          const j = i + 1;
+          return Promise.resolve(next).then((n) => {
+            const c = checked(n);
+            return c === n ? run(j, n) : c;
+          }, (x) => fail('beforeError threw', x));
+        }
+        e = checked(next);
+        if (e !== next) return e;
       }
       return e;
-    })();
+    };
+    const work = run(0, e);
+    if (!(work instanceof Promise)) return work;
     let timer;
-    const late = new Promise((resolve) => {
+    let onAbort;
+    const ended = new Promise((resolve) => {
       timer = setTimeout(() => resolve(own), Math.max(0, until - performance.now()));
+      onAbort = () => resolve(stopped());
+      for (const s of signals) {
+        if (s?.aborted) return onAbort();
+        s?.addEventListener?.('abort', onAbort);
+      }
     });
     try {
-      return await Promise.race([work, late]);
+      return await Promise.race([work, ended]);
     } finally {
       clearTimeout(timer);
+      for (const s of signals) s?.removeEventListener?.('abort', onAbort);
     }
   }
 }
@@ -632,6 +654,10 @@ class Client {
   // A client derived from this one whose 401s never wait for a refresh: the calls made through
   // this client from inside a refresh() go through it. Made at the first such call.
   #bare = null;
+  // The client this one derives from (extend), and what close() aborts: a wait for beforeError
+  // hooks ends when this client or one it derives from is closed.
+  #parent = null;
+  #closing = null;
 
   constructor(inner, io = null, final = null, original = undefined) {
     this.#c = inner;
@@ -663,7 +689,9 @@ class Client {
         throw e;
       }
       if (io) inner.setIo(io);
-      return new Client(inner, io, null, this.#original);
+      const child = new Client(inner, io, null, this.#original);
+      child.#parent = this;
+      return child;
     } catch (d) {
       throw toError(d);
     } finally {
@@ -672,7 +700,7 @@ class Client {
   }
 
   request(url, options) {
-    return this.#beforeError(this.#call('request', url, options), options, false);
+    return this.#beforeError(this.#call('request', url, options), options);
   }
 
   fetch(input, init = undefined) { // length 1, as fetch's
@@ -680,33 +708,55 @@ class Client {
     // Another client's attempt reaching a closed client installed before it (a module that hot
     // reload re-ran, its old client closed) passes on as the live engine's would (transport.rs).
     if (this.#final && (sentBefore(input) || sentBefore(init))) return passOn(this.#original, input, init);
-    return this.#beforeError(this.#call('fetch', input, init), init, true);
+    return this.#beforeError(this.#call('fetch', input, init), init, input);
   }
 
   /**
-   * The client's beforeError hooks on what `p` rejects with, within the
-   * call's deadline. fetch() rejects as the host's fetch does: the hooks see
-   * the StormguardError its rejection carries as `cause`, and what they
-   * return is rejected with as fetch would (a caller's abort reason, which
-   * carries none, is left as it is).
+   * The client's beforeError hooks on what `p` rejects with, bounded as the
+   * call is: the wait for them ends at the call's deadline (the call's own
+   * error), when its signal aborts or this client (or one it derives from)
+   * is closed (the call's abort). fetch() (`input` given) rejects as the
+   * host's fetch does: the hooks see the StormguardError its rejection
+   * carries as `cause`, and what they return is rejected with as fetch
+   * would (a caller's abort reason, which carries none, is left as it is).
    */
-  #beforeError(p, options, asFetch) {
+  #beforeError(p, options, input) {
     const io = this.#io;
     if (!io?.hooks.beforeError.length) return p;
-    let deadlineMs;
+    const asFetch = arguments.length > 2;
+    let deadlineMs, signal;
     try {
-      deadlineMs = options?.deadlineMs;
+      ({ deadlineMs, signal } = options ?? {});
     } catch {
       // the engine has rejected it already
     }
+    if (signal === undefined && asFetch && input instanceof Request) signal = input.signal;
     const until = performance.now() + (typeof deadlineMs === 'number' ? deadlineMs : io.deadlineMs);
     return p.catch(async (e) => {
-      if (!asFetch) throw await io.error(e, until);
-      const own = e?.cause;
-      if (!isStormguardError(own)) throw e;
-      const next = await io.error(own, until);
+      const own = asFetch ? e?.cause : e;
+      if (asFetch && !isStormguardError(own)) throw e;
+      // What ends the wait: the caller's abort, else close(); the call ends as aborted, fetch()
+      // with the caller's reason as the host's fetch does.
+      let byCaller;
+      const stopped = () => {
+        const caller = signal?.aborted === true;
+        const x = caller ? new AbortError('call aborted', { reason: signal.reason }) : closedError();
+        if (caller) byCaller = x;
+        if (isStormguardError(own)) ({ requestId: x.requestId, attempts: x.attempts, elapsedMs: x.elapsedMs } = own);
+        return x;
+      };
+      const next = await io.error(own, until, [signal, ...this.#closers()], stopped);
+      if (!asFetch) throw next;
+      if (next === byCaller) throw signal.reason;
       throw next === own ? e : native(next);
     });
+  }
+
+  /** The signals close() of this client and of those it derives from abort. */
+  #closers() {
+    const list = [];
+    for (let c = this; c; c = c.#parent) list.push(c.#final ? AbortSignal.abort() : (c.#closing ??= new AbortController()).signal);
+    return list;
   }
 
   /** request() plus a last-good copy; `result.error` as its class. */
@@ -759,6 +809,7 @@ class Client {
     if (this.#final) return;
     this.#c.close();
     this.#final = { ...this.#c.stats(), inFlight: 0, queued: 0 };
+    this.#closing?.abort();
     if (this.#depth === 0) this.#free();
   }
 

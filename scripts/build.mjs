@@ -266,7 +266,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // joined URL checked in src/web/url.rs): +975 (measured on 97,361), 99,537 as built with the lines
 // above. (The join is ~2.5 KB of code before wasm-opt; doing it in request.js instead would be
 // smaller but leave the rule untested natively.)
-const SIZE_BUDGET_BYTES = 99_537;
+// The wait for beforeError hooks ended by the caller's abort and close() (of the client or one it
+// derives from) as well as the deadline; hooks that answer at once applied at once (row 7): +339 (measured on 97,782).
+const SIZE_BUDGET_BYTES = 99_876;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -555,6 +555,38 @@ test('hooks: beforeRetry false stops with the last error (retryDenied hook), nev
   }, "fetch(): the hook's error, as fetch rejects with it; none for a response or the caller's reason");
 });
 
+test('hooks: a beforeError hook that never settles is bounded: an abort or close() ends the wait for it', async () => {
+  const r = await page.evaluate(async () => {
+    let called;
+    const asked = () => new Promise((res) => (called = res));
+    const client = await window.stormguard.createClient({
+      retry: false, breaker: false, deadlineMs: 5000,
+      hooks: { beforeError: () => (called(), new Promise(() => {})) },
+    });
+    let hook = asked();
+    const ctl = new AbortController();
+    const p = window.outcome(client.request(`${window.fault}/status/500?id=h-error-hang`, { signal: ctl.signal }));
+    await hook;
+    ctl.abort('mine');
+    const aborted = await p;
+    hook = asked();
+    const ctl2 = new AbortController();
+    const f = client.fetch('http://127.0.0.1:1/', { signal: ctl2.signal }).catch((e) => e);
+    await hook;
+    ctl2.abort('mine too');
+    const fetched = await f;
+    const child = client.extend({});
+    hook = asked();
+    const c = window.outcome(child.request(`${window.fault}/status/500?id=h-error-hang`));
+    await hook;
+    client.close();
+    return { aborted, fetched, closed: await c };
+  });
+  assert.equal(r.aborted.name, 'AbortError', JSON.stringify(r.aborted));
+  assert.equal(r.fetched, 'mine too', "fetch() rejects with the caller's reason");
+  assert.equal(r.closed.name, 'AbortError', JSON.stringify(r.closed));
+});
+
 test('extend: options merged over the parent\'s, one engine (breakers, slots), hooks appended, close() as a tree', async () => {
   const r = await page.evaluate(async () => {
     const order = [];

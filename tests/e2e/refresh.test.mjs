@@ -1,4 +1,4 @@
-// auth.refresh and beforeError in Node, against the fault server (issue 37, rows 5, 6, 7 and 11's
+// auth.refresh and the hooks in Node, against the fault server (issue 37, rows 5, 6, 7 and 11's
 // refresh; API.md, "Revised 2026-12-07": "Refresh, bounded and per token", "Hooks before
 // admission"). Every wait is ended by a rule (a deadline, an abort, close()), and what is
 // asserted is the rule that ended it (the error's cause, retryDenied, what the server saw),
@@ -110,4 +110,48 @@ test("calls made inside refresh() never wait for a refresh: the refresh endpoint
     assert.equal(again.status, 401);
     api.close();
   }
+});
+
+test('a beforeError hook that never settles: an abort, close() or the deadline ends the wait for it', async () => {
+  let called;
+  const asked = () => new Promise((r) => (called = r));
+  const hangs = () => {
+    called();
+    return new Promise(() => {});
+  };
+  // (Before the wait was bounded, each of these calls settled at its 5 s deadline with its own error.)
+  const api = await createClient({ baseUrl: `${server.url}/`, retry: false, breaker: false, deadlineMs: 5000, hooks: { beforeError: hangs } });
+  // request(): the caller's abort, the call's AbortError with its reason, id and attempts.
+  let hook = asked();
+  const ctl = new AbortController();
+  const aborted = settled(api.request('status/500?id=r-error-abort', { signal: ctl.signal }));
+  await hook;
+  ctl.abort('mine');
+  const a = await aborted;
+  assert.deepEqual([a.name, a.reason, a.attempts, a.requestId !== ''], ['AbortError', 'mine', 1, true], String(a));
+  // fetch(): rejects with the caller's reason, as the host's fetch does.
+  hook = asked();
+  const ctl2 = new AbortController();
+  const fetched = settled(api.fetch('http://127.0.0.1:9/refused', { signal: ctl2.signal }));
+  await hook;
+  ctl2.abort('mine too');
+  assert.equal(await fetched, 'mine too');
+  // close() of the root ends a derived client's wait: AbortError, reason 'client closed'.
+  const child = api.extend({ headers: { 'x-module': 'child' } });
+  hook = asked();
+  const closing = settled(child.request('status/500?id=r-error-close'));
+  await hook;
+  api.close();
+  const c = await closing;
+  assert.deepEqual([c.name, c.reason], ['AbortError', 'client closed'], String(c));
+  // The deadline: the call's own error.
+  const late = await createClient({ retry: false, breaker: false, deadlineMs: 300, hooks: { beforeError: () => new Promise(() => {}) } });
+  const d = await settled(late.request(`${server.url}/status/500?id=r-error-deadline`));
+  assert.deepEqual([d.name, d.status], ['HttpError', 500]);
+  // Hooks that answer at once still replace the error of an aborted call.
+  const sync = await createClient({ retry: false, hooks: { beforeError: (e) => Object.assign(e, { seen: true }) } });
+  const s = await settled(sync.request(`${server.url}/hang?id=r-error-sync`, { signal: AbortSignal.timeout(50) }));
+  assert.deepEqual([s.name, s.seen], ['AbortError', true]);
+  late.close();
+  sync.close();
 });
