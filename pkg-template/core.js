@@ -489,6 +489,8 @@ class Io {
       const next = await call(f, [request, response.clone(), info], (e) => failed('hooks', 'afterResponse threw', e));
       if (next === undefined || next === null) continue;
       if (!(next instanceof Response)) throw failed('hooks', 'afterResponse must return a Response or nothing');
+      // A network error, as fetch rejects where it would give one (the engine's NetworkError).
+      if (next.type === 'error') throw new TypeError('afterResponse gave Response.error()');
       response = next;
     }
     return response;

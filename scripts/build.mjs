@@ -268,7 +268,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // smaller but leave the rule untested natively.)
 // The wait for beforeError hooks ended by the caller's abort and close() (of the client or one it
 // derives from) as well as the deadline; hooks that answer at once applied at once (row 7): +339 (measured on 97,782).
-const SIZE_BUDGET_BYTES = 99_876;
+// derives from) as well as the deadline; hooks that answer at once applied at once (row 7): +339 (measured on 97,782).
+// An afterResponse hook's Response.error() a network error, as fetch rejects (not HttpError 0), its check
+// in a function of its own: -60 (measured on 98,121); 99,809 as built.
+const SIZE_BUDGET_BYTES = 99_809;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -226,6 +226,16 @@ impl AttemptEnd {
         AttemptEnd::Hook { error, sent }
     }
 
+    /// The client's `afterResponse` hooks failed (`Io::after` rejected with
+    /// `error`): a TypeError is the `Response.error()` one gave, a network
+    /// error (`Err`), as fetch rejects where it would give one.
+    fn after_hook(error: JsValue) -> Result<AttemptEnd, JsValue> {
+        if error.is_instance_of::<js_sys::TypeError>() {
+            return Err(error);
+        }
+        Ok(AttemptEnd::hook(error, true))
+    }
+
     /// A 401 to an attempt that carried the client's auth token: what
     /// `Io::read` said of that token.
     pub fn unauthorized(&self) -> Option<&JsValue> {
@@ -360,7 +370,7 @@ async fn run(
             Ok(v) => value = v,
             Err(e) => {
                 discard(&value);
-                return Ok(AttemptEnd::hook(e, true));
+                return AttemptEnd::after_hook(e);
             }
         }
     }

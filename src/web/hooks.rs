@@ -48,7 +48,9 @@ extern "C" {
         method: &str,
         url: &str,
     ) -> Promise;
-    /// The Response to use (`afterResponse`).
+    /// The Response to use (`afterResponse`); rejects with a TypeError
+    /// (a network error) for a `Response.error()`, with an OptionsError
+    /// for a hook that failed.
     #[wasm_bindgen(method)]
     pub fn after(
         this: &Io,

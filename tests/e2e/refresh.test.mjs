@@ -155,3 +155,13 @@ test('a beforeError hook that never settles: an abort, close() or the deadline e
   late.close();
   sync.close();
 });
+
+test('afterResponse returning Response.error() is a network error, as fetch rejects with', async () => {
+  const client = await createClient({ retry: false, breaker: false, hooks: { afterResponse: () => Response.error() } });
+  const e = await settled(client.request(`${server.url}/echo?id=r-error-response`));
+  assert.deepEqual([e.name, e.cause?.name], ['NetworkError', 'TypeError'], String(e));
+  const f = await settled(client.fetch(`${server.url}/echo?id=r-error-response`));
+  assert.ok(f instanceof TypeError, String(f));
+  assert.equal(f.cause?.name, 'NetworkError');
+  client.close();
+});
