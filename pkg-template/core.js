@@ -275,7 +275,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 // recipe, and an async refresh up to its first await), and in Node (AsyncLocalStorage) from
 // anything refresh() started, after awaits too. In a browser a call made after an await in
 // refresh() cannot be told from any other call: it waits for the refresh, which ends at the
-// deadline of the call that started it (README, "auth").
+// deadline of the call that started it (README, "Auth tokens and refresh").
 
 /** Node: the async context of a refresh() and what it starts; undefined where there is none. */
 const refreshScope = (() => {
