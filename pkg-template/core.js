@@ -628,7 +628,18 @@ function makeIo(options, parent, home) {
 
 /** The attempts every stormguard client of the realm sent through the global fetch (src/web/host.js). */
 const SENT = Symbol.for('stormguard.sent');
-const sentBefore = (v) => typeof v === 'object' && v !== null && globalThis[SENT]?.has(v) === true;
+
+/** host.js's wasSent, for a closed client (its wasm is gone): 0 no attempt, 1 pass it on, 2 it came back to `who`. */
+function passes(input, init, who) {
+  const sent = globalThis[SENT];
+  const v = !sent ? undefined : sent.has(input) ? input : sent.has(init) ? init : undefined;
+  if (v === undefined) return 0;
+  let by = sent.get(v);
+  if (by === undefined) sent.set(v, (by = new WeakSet()));
+  if (by.has(who)) return 2;
+  by.add(who);
+  return 1;
+}
 
 /** `f(input, init)` on the global object, a microtask later, as the engine sends an attempt. */
 function passOn(f, input, init) {
@@ -709,7 +720,11 @@ class Client {
     if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
     // Another client's attempt reaching a closed client installed before it (a module that hot
     // reload re-ran, its old client closed) passes on as the live engine's would (transport.rs).
-    if (this.#final && (sentBefore(input) || sentBefore(init))) return passOn(this.#original, input, init);
+    if (this.#final) {
+      const was = passes(input, init, this);
+      if (was === 2) return Promise.reject(new TypeError('stormguard: the global fetch leads back to this client'));
+      if (was === 1) return passOn(this.#original, input, init);
+    }
     return this.#beforeError(this.#call('fetch', input, init), init, input);
   }
 

@@ -271,7 +271,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // derives from) as well as the deadline; hooks that answer at once applied at once (row 7): +339 (measured on 97,782).
 // An afterResponse hook's Response.error() a network error, as fetch rejects (not HttpError 0), its check
 // in a function of its own: -60 (measured on 98,121); 99,809 as built.
-const SIZE_BUDGET_BYTES = 99_809;
+// An attempt that comes back to the client that passed it on (its global fetch at creation a wrapper
+// that calls it) fails with a TypeError instead of looping for ever, a microtask at a time: +200
+// (measured on 98,580), 99,995 as built.
+const SIZE_BUDGET_BYTES = 99_995;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

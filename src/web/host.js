@@ -43,28 +43,40 @@ export function isA(v, c) {
 
 // Every stormguard client's attempts sent through the global fetch in this
 // realm, whichever copy of the package made the client (two bundles, a
-// module re-run by hot reload): one set, kept on the global object under a
+// module re-run by hot reload): one map, kept on the global object under a
 // registered symbol, so an installed client knows another's attempt
-// (transport.rs).
+// (transport.rs). Each attempt's value: the clients that passed it on.
 const SENT = Symbol.for('stormguard.sent');
 let sent = globalThis[SENT];
-if (Object.prototype.toString.call(sent) !== '[object WeakSet]') {
-  sent = new WeakSet();
+if (Object.prototype.toString.call(sent) !== '[object WeakMap]') {
+  sent = new WeakMap();
   try {
     Object.defineProperty(globalThis, SENT, { value: sent });
   } catch {
-    // A frozen global object: this copy's own set.
+    // A frozen global object: this copy's own map.
   }
 }
 
 /** Marks an attempt's `input` and `init` as sent through the global fetch. */
 export function markSent(input, init) {
-  for (const v of [input, init]) if (typeof v === 'object' && v !== null) sent.add(v);
+  for (const v of [input, init]) if (typeof v === 'object' && v !== null) sent.set(v, undefined);
 }
 
-/** Whether `input` or `init` is an attempt's, of any client of the realm. */
-export function wasSent(input, init) {
-  return sent.has(input) || sent.has(init);
+/**
+ * For a `fetch(input, init)` of the client `who`: 0 when neither is an
+ * attempt's; 1 when one is, to pass on (now passed by `who`); 2 when `who`
+ * passed that attempt on before: the global fetch it passes to leads back
+ * to it (a wrapper installed before the client was created, calling it),
+ * and passing it again would loop for ever, one microtask after another.
+ */
+export function wasSent(input, init, who) {
+  const v = sent.has(input) ? input : sent.has(init) ? init : undefined;
+  if (v === undefined) return 0;
+  let by = sent.get(v);
+  if (by === undefined) sent.set(v, (by = new WeakSet()));
+  if (by.has(who)) return 2;
+  by.add(who);
+  return 1;
 }
 
 /**

@@ -126,9 +126,10 @@ extern "C" {
     /// package shares (host.js).
     #[wasm_bindgen(js_name = markSent)]
     fn mark_sent_js(input: &JsValue, init: &JsValue);
-    /// Whether `input` or `init` is an attempt's of any client of the realm.
+    /// Whether `input` or `init` is an attempt's of any client of the realm
+    /// (1), one that `who` passed on before (2), or neither (0).
     #[wasm_bindgen(js_name = wasSent)]
-    fn was_sent_js(input: &JsValue, init: &JsValue) -> bool;
+    fn was_sent_js(input: &JsValue, init: &JsValue, who: &JsValue) -> u32;
     /// What the Request constructor threw, with no userinfo or header
     /// value in its message (host.js).
     #[wasm_bindgen(js_name = withoutSecrets)]
@@ -141,9 +142,11 @@ pub fn mark_sent(input: &JsValue, init: &JsValue) {
     mark_sent_js(input, init);
 }
 
-/// Whether `input` or `init` is an attempt's, of any client of the realm.
-pub fn was_sent(input: &JsValue, init: &JsValue) -> bool {
-    was_sent_js(input, init)
+/// Whether `input` or `init` is an attempt's, of any client of the realm
+/// (1), one that `who` (a client's own object) passed on before: its way to
+/// the network leads back to it (2), or neither (0).
+pub fn was_sent(input: &JsValue, init: &JsValue, who: &JsValue) -> u32 {
+    was_sent_js(input, init, who)
 }
 
 /// What the Request constructor threw for `fetch()`'s input, its message

@@ -36,6 +36,8 @@ pub struct Transport {
     original: Result<JsValue, JsValue>,
     /// The Requests this client's family sent to a `fetch` option.
     sent: js_sys::WeakSet,
+    /// Names this transport among those an attempt passed through.
+    id: js_sys::Object,
 }
 
 impl Transport {
@@ -54,6 +56,7 @@ impl Transport {
             custom,
             original: current_fetch(),
             sent: family.map_or_else(js_sys::WeakSet::new, |t| t.sent.clone()),
+            id: js_sys::Object::new(),
         })
     }
 
@@ -77,9 +80,18 @@ impl Transport {
     /// (of any client through the global fetch, or of this client's family
     /// through its `fetch` option), the promise of the global fetch as it
     /// was when this client was created, called with them.
+    /// An attempt this client passed on before, come back: the global fetch
+    /// it was created with leads back to it (a wrapper installed before it,
+    /// calling it), and the attempt fails with a `TypeError` rather than
+    /// loop for ever.
     pub fn returned(&self, input: &JsValue, init: &JsValue) -> Option<js_sys::Promise> {
         let ours = |v: &JsValue| v.is_object() && self.sent.has(v.unchecked_ref());
-        (was_sent(input, init) || ours(init) || ours(input))
-            .then(|| fetch_later(self.original.clone(), input, init))
+        match was_sent(input, init, &self.id) {
+            0 if !ours(init) && !ours(input) => None,
+            2 => Some(js_sys::Promise::reject(&js_sys::TypeError::new(
+                "stormguard: the global fetch leads back to this client",
+            ))),
+            _ => Some(fetch_later(self.original.clone(), input, init)),
+        }
     }
 }

@@ -588,6 +588,29 @@ test('several clients installed as the global fetch, in any order: one fetch() i
   }
 });
 
+test('a wrapper installed before the client it calls: the attempt fails with a TypeError instead of looping for ever', async () => {
+  // The client's global fetch at creation is the wrapper, which calls the client: each attempt
+  // came back and was passed on to it again, one microtask after another, starving every timer
+  // (the page froze). Run in a child process, so a loop is a timeout here, not a hung suite.
+  const { execFile } = await import('node:child_process');
+  const pkg = new URL('../../pkg/node.js', import.meta.url).href;
+  const url = `${servers.fault}/echo?id=fn-wrapper-first`;
+  const script = `
+    const { createClient } = await import(${JSON.stringify(pkg)});
+    let api;
+    globalThis.fetch = (input, init) => api.fetch(input, init);
+    api = await createClient({ retry: false, crossTab: false, deadlineMs: 2000 });
+    const e = await fetch(${JSON.stringify(url)}).catch((x) => x);
+    const timers = await new Promise((r) => setTimeout(() => r('timers run'), 10));
+    console.log(JSON.stringify([e?.name, e?.cause?.name, timers]));
+    process.exit(0);`;
+  const out = await new Promise((resolve) => {
+    execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 20000 }, (err, stdout) => resolve(err ? `killed: ${err.signal ?? err.code}` : stdout.trim()));
+  });
+  assert.equal(out, JSON.stringify(['TypeError', 'NetworkError', 'timers run']));
+  assert.equal((await log('fn-wrapper-first')).length, 0);
+});
+
 test('two copies of the package (two bundles), both installed: one request on the wire', async (t) => {
   const { cpSync, mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
