@@ -288,6 +288,12 @@ const refreshScope = (() => {
 })();
 /** refresh() calls running synchronously now. */
 let refreshing = 0;
+/**
+ * Refreshes not yet forgotten. When none is, refreshScope is disabled: while an AsyncLocalStorage
+ * is enabled, Node 20 tracks every promise of the process (2M awaits measured 153-213 ms before
+ * one run(), 476-885 after, 160 once disabled again).
+ */
+let scoped = 0;
 
 /** `f()` as a refresh: calls of the client inside it never wait for a refresh. */
 function asRefresh(f) {
@@ -312,9 +318,13 @@ const insideRefresh = () => refreshing > 0 || refreshScope?.getStore() === true;
  */
 function startRefresh(auth, token, ms) {
   let timer;
+  let live = true;
+  scoped++;
   const forget = () => {
     clearTimeout(timer);
     if (auth.running.get(token) === p) auth.running.delete(token);
+    if (live && --scoped === 0) refreshScope?.disable();
+    live = false;
   };
   const p = new Promise((resolve, reject) => {
     timer = setTimeout(() => {

@@ -274,7 +274,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // An attempt that comes back to the client that passed it on (its global fetch at creation a wrapper
 // that calls it) fails with a TypeError instead of looping for ever, a microtask at a time: +200
 // (measured on 98,580), 99,995 as built.
-const SIZE_BUDGET_BYTES = 99_995;
+// The AsyncLocalStorage that marks calls inside refresh() disabled when no refresh is under way (Node 20
+// slows every await of the process while one is enabled): +32 (measured on 99,809), 100,023 as built.
+const SIZE_BUDGET_BYTES = 100_023;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -104,10 +104,11 @@ test("calls made inside refresh() never wait for a refresh: the refresh endpoint
     assert.equal((await log(`r-inner-${name}`)).length, 1, name);
     assert.equal((await log(`r-inner-refresh-${name}`)).length, 1, `${name}: the refresh call sent once, not replayed`);
     assert.equal(api.stats().inFlight, 0);
-    // Outside refresh() the client still refreshes.
+    // Outside refresh() the client still refreshes, and its calls inside that refresh are told again.
     const again = await api.request(`auth?accept=fresh&id=r-inner-${name}-after`).catch((x) => x);
     assert.equal(refreshes, 2, `${name}: a later call's 401 refreshes`);
     assert.equal(again.status, 401);
+    assert.equal(again.cause?.status, 401, `${name}: the second refresh's call ended at once too (${again.retryDenied})`);
     api.close();
   }
 });
@@ -164,4 +165,33 @@ test('afterResponse returning Response.error() is a network error, as fetch reje
   assert.ok(f instanceof TypeError, String(f));
   assert.equal(f.cause?.name, 'NetworkError');
   client.close();
+});
+
+test("Node: the async context that marks calls inside refresh() is dropped once no refresh is under way", async () => {
+  // Node 20 tracks every promise of the process while an AsyncLocalStorage is enabled (an await
+  // costs several times more): the one that marks refresh()'s calls is enabled only while a
+  // refresh runs. Seen from a process of its own (this one enables AsyncLocalStorages above): a
+  // promise made while one is enabled carries its store's symbol.
+  const { execFile } = await import('node:child_process');
+  const { promisify } = await import('node:util');
+  const script = `
+    import { createClient } from ${JSON.stringify(new URL('../../pkg/node.js', import.meta.url).href)};
+    const stores = () => Object.getOwnPropertySymbols(new Promise(() => {})).filter((s) => String(s) === 'Symbol(kResourceStore)').length;
+    let token = 'old';
+    let during = -1;
+    const api = await createClient({
+      baseUrl: ${JSON.stringify(`${server.url}/`)}, retry: false,
+      auth: { token: () => token, refresh: async () => { await null; during = stores(); token = 'new'; } },
+    });
+    const got = await api.request('auth?accept=new&id=r-scope');
+    await new Promise((r) => setTimeout(r, 10));
+    console.log(JSON.stringify({ token: got.token, during, after: stores() }));
+    api.close();
+  `;
+  // (Not execFileSync: the fault server answers from this process.)
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  const out = JSON.parse(stdout);
+  assert.equal(out.token, 'new');
+  assert.equal(out.after, 0, 'no AsyncLocalStorage left enabled after the refresh');
+  if (Number(process.versions.node.split('.')[0]) === 20) assert.equal(out.during, 1, 'enabled while it ran (Node 20)');
 });
