@@ -276,7 +276,12 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // (measured on 98,580), 99,995 as built.
 // The AsyncLocalStorage that marks calls inside refresh() disabled when no refresh is under way (Node 20
 // slows every await of the process while one is enabled): +32 (measured on 99,809), 100,023 as built.
-const SIZE_BUDGET_BYTES = 100_023;
+// Dedupe never crosses credentials (issue 37 row 11): a shared GET of a client with a headers function,
+// auth or beforeRequest hooks settles its first attempt's Request first (within its deadline, abortable,
+// closed with the client), and its credentials as sent are part of its identity: +839 (measured on
+// 99,537), 100,882 as built with the lines above. (Most of it is the wait of that first step beside the
+// flight's: src/web/driver/steps.rs, shared_key.)
+const SIZE_BUDGET_BYTES = 100_882;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -71,6 +71,12 @@ impl Credentials {
         Credentials(any.then_some(h >> 11))
     }
 
+    /// The digest itself, None without credentials: a part of the
+    /// identity of a shared GET (never the secret).
+    pub fn digest(&self) -> Option<u64> {
+        self.0
+    }
+
     /// The call sends credentials.
     pub fn carried(&self) -> bool {
         self.0.is_some()

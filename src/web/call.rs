@@ -3,6 +3,7 @@
 //! attempt. A module of its own, so the attempt (`fetch.rs`) and the
 //! engine's loop both use it without importing each other.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use wasm_bindgen::{JsCast, JsValue};
@@ -34,6 +35,12 @@ pub struct Call {
     /// The header names (lower case, one per line) the call gave itself,
     /// which the client's header functions and auth token never replace.
     own: String,
+    /// What its first attempt sends, settled before the call joined or
+    /// led a shared network call (whose identity its credentials are
+    /// part of), or how that ended it: taken by the first attempt.
+    first: Cell<Option<Result<Prepared, Halt>>>,
+    /// When that began, if it did: the call's deadline runs from then.
+    since: Option<f64>,
 }
 
 impl Call {
@@ -55,7 +62,26 @@ impl Call {
             cancel: Cancel::default(),
             layer,
             own,
+            first: Cell::new(None),
+            since: None,
         }
+    }
+
+    /// What the first attempt sends, settled already from `since` on (see
+    /// `first`).
+    pub fn set_first(&mut self, since: f64, first: Result<Prepared, Halt>) {
+        self.since = Some(since);
+        self.first.set(Some(first));
+    }
+
+    /// When the call's deadline began, if it has.
+    pub fn since(&self) -> Option<f64> {
+        self.since
+    }
+
+    /// What was settled for this attempt before, once.
+    pub fn take_first(&self) -> Option<Result<Prepared, Halt>> {
+        self.first.take()
     }
 
     pub fn layer(&self) -> &Rc<Layer> {

@@ -54,7 +54,9 @@ impl Engine {
     /// Runs a call to its end: resolves with the value of its last attempt
     /// or rejects with a descriptor of the reason it stopped.
     pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
-        let mut c = self.st.borrow_mut().guard.start(&call.spec, now_ms());
+        // A call whose first attempt was settled before it was shared began then.
+        let since = call.since().unwrap_or_else(now_ms);
+        let mut c = self.st.borrow_mut().guard.start(&call.spec, since);
         let result = Apart(self.attempts(call, &mut c)).await;
         result.map_err(|e| {
             let attempts = c.attempts();
@@ -164,7 +166,10 @@ impl Engine {
         call: &Call,
         c: &mut CallState<'_>,
     ) -> Result<(Attempt, Option<ProbeLock>, Prepared), Halt> {
-        let prepared = Apart(self.prepare(call, &c.deadline, c.attempts() + 1)).await?;
+        let prepared = match call.take_first() {
+            Some(first) => first?,
+            None => Apart(self.prepare(call, &c.deadline, c.attempts() + 1)).await?,
+        };
         Engine::judge(call, c, &prepared);
         let (permit, probe_lock) = self.admission(call, c).await?;
         if let Err(e) = self.acquire_slot(call, &c.deadline).await {

@@ -180,18 +180,26 @@ impl Engine {
         call: Call,
         signal: Option<AbortSignal>,
     ) -> Result<JsValue, JsValue> {
+        let mut call = call;
         // A closed client shares nothing: run_linked refuses the call.
         let key = match &call.mode {
             Mode::Request {
                 share: Some(key), ..
-            } if !self.is_closed() => key.clone(),
-            _ => return Apart(self.run_linked(call, signal)).await,
+            } if !self.is_closed() => Some(key.clone()),
+            _ => None,
+        };
+        let key = match key {
+            Some(key) => Apart(self.shared_key(&mut call, key, signal.as_ref())).await,
+            None => None,
+        };
+        let Some(key) = key else {
+            return Apart(self.run_linked(call, signal)).await;
         };
         // A shared call's attempts, for what its caller checks afterwards.
         let mine = call.cancel.clone();
         let mut me = Waiter {
             request_id: call.request_id.clone(),
-            started_ms: now_ms(),
+            started_ms: call.since().unwrap_or_else(now_ms),
             deadline_ms: None,
         };
         // A cancelled flight (its last caller aborted) is ending: a new
@@ -268,14 +276,14 @@ impl Engine {
         };
         let _link = call.cancel.follow(signal.as_ref());
         let result = Apart(self.run(&call)).await;
-        self.st.borrow_mut().calls.remove(&id);
+        self.leave(id);
         result
     }
 
     /// Registers `cancel` as a call in progress of `layer`, which `close()`
-    /// (of that client, one it derives from, or the engine) cancels; None
-    /// when the client is closed already.
-    fn enter(&self, layer: &Rc<Layer>, cancel: &Cancel) -> Option<u64> {
+    /// (of that client, one it derives from, or the engine) cancels until
+    /// it leaves; None when the client is closed already.
+    pub(super) fn enter(&self, layer: &Rc<Layer>, cancel: &Cancel) -> Option<u64> {
         let mut st = self.st.borrow_mut();
         if st.closed || layer.is_closed() {
             return None;
@@ -283,6 +291,11 @@ impl Engine {
         let id = Engine::next_key(&mut st);
         st.calls.insert(id, (layer.clone(), cancel.clone()));
         Some(id)
+    }
+
+    /// The call `id` of [`Engine::enter`] is no longer in progress.
+    pub(super) fn leave(&self, id: u64) {
+        self.st.borrow_mut().calls.remove(&id);
     }
 
     /// Runs `work` (a call's part after its network part, such as an async
@@ -300,7 +313,7 @@ impl Engine {
         }
         let out = work.await;
         if let Some(id) = id {
-            self.st.borrow_mut().calls.remove(&id);
+            self.leave(id);
         }
         out
     }

@@ -295,6 +295,28 @@ for (const [how, options] of FROM) {
   });
 }
 
+// Dedupe never crosses credentials (issue 37, row 11): two users' identical
+// GETs in flight together on one shared client each get their own answer,
+// whichever way the client adds the credential; one user's two share one.
+for (const [how, options] of FROM) {
+  test(`dedupe with credentials from ${how}: alice's and bob's identical GETs in flight together never share an answer`, async () => {
+    const reads = [];
+    const client = await createClient({ crossTab: false, ...options(reads) });
+    const id = `i37-dedupe-${how.replace(/\W/g, '')}`;
+    const url = `${fault.url}/auth?accept=alice,bob&delay=300&id=${id}`;
+    const as = (user) => serving.run(user, () => outcome(client, url));
+    const [alice, bob, again] = await Promise.all([as('alice'), as('bob'), as('alice')]);
+    assert.equal(bob.ok, true, JSON.stringify(bob));
+    assert.equal(bob.data.token, 'bob', "bob got alice's answer");
+    assert.equal(alice.data.token, 'alice');
+    assert.equal(again.data.token, 'alice');
+    assert.equal(client.stats().deduped, 1, "alice's second call joined her first");
+    assert.equal((await (await fetch(`${fault.url}/_log?id=${id}`)).json()).length, 2, 'one request per user');
+    assert.deepEqual(reads.sort(), ['alice', 'alice', 'bob'], 'read once per call, before it joined');
+    client.close();
+  });
+}
+
 // Hooks before admission (issue 37, row 8): a beforeRequest hook that fetches
 // a CSRF token through the same client holds no slot while it does, so it
 // cannot wait behind the calls whose hooks are running.

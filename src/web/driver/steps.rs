@@ -8,20 +8,22 @@
 //! within the call's deadline and until it is cancelled.
 
 use wasm_bindgen::JsValue;
+use web_sys::AbortSignal;
 
-use super::super::call::{credentials_of, Call, Prepared};
+use super::super::call::{credentials_of, Call, Mode, Prepared};
 use super::super::engine::Engine;
 use super::super::errors::{CallError, ErrorKind};
 use super::super::fetch::{self, AttemptEnd};
 use super::super::hooks::flag;
 use super::super::host::now_ms;
-use super::super::runtime::{settle, Wake};
+use super::super::runtime::{settle, Apart, Wake};
 use super::Halt;
 use crate::policy::classify::RetryDenied;
 use crate::policy::credentials::Credentials;
 use crate::policy::deadline::Deadline;
 use crate::policy::guard::{Attempt, CallState, Verdict};
 use crate::policy::ratelimit::Quota;
+use crate::text::{cat, decimal};
 
 /// What the loop does with an attempt's end after [`Engine::after_401`].
 pub(super) enum Step {
@@ -70,10 +72,51 @@ impl Engine {
         }
     }
 
+    /// The key under which a call shares a network call (`key`: what
+    /// makes calls identical), when its client's header functions, token
+    /// or beforeRequest hooks may add credentials (API.md, "Dedupe never
+    /// crosses credentials"): its first attempt's Request settled now
+    /// (`Engine::prepare`: within its deadline, which begins now,
+    /// abortable, cancelled by `close()`) and kept for that attempt, `key`
+    /// with the credentials it sends. None when that ended the call (which
+    /// then ends unshared, counted as a call of its own), or its client is
+    /// closed.
+    pub(in super::super) async fn shared_key(
+        &self,
+        call: &mut Call,
+        key: String,
+        signal: Option<&AbortSignal>,
+    ) -> Option<String> {
+        if call.layer().io(flag::MAY_AUTHORIZE).is_none() {
+            return Some(key);
+        }
+        let id = self.enter(call.layer(), &call.cancel)?;
+        let since = now_ms();
+        let link = call.cancel.follow(signal);
+        let deadline = Deadline::new(since, call.spec.cfg.deadline_ms);
+        let first = Apart(self.prepare(call, &deadline, 1)).await;
+        drop(link);
+        self.leave(id);
+        let key = match &first {
+            Ok(p) => Some(match Engine::who(call, p).digest() {
+                Some(d) => cat(&[&key, "\ncredentials:", &decimal(d)]),
+                None => key,
+            }),
+            Err(_) => {
+                if let Mode::Request { share, .. } = &mut call.mode {
+                    *share = None;
+                }
+                None
+            }
+        };
+        call.set_first(since, first);
+        key
+    }
+
     /// Whom the attempt that sends `prepared` speaks for: the credential
     /// headers of its Request as sent (the call's own target's without
     /// one).
-    fn who(call: &Call, prepared: &Prepared) -> Credentials {
+    pub(in super::super) fn who(call: &Call, prepared: &Prepared) -> Credentials {
         match prepared.request() {
             Some(r) => credentials_of(&r.headers()),
             None => call.target.credentials(),
