@@ -557,6 +557,13 @@ export interface Client {
   ): Promise<StandardSchemaV1.InferOutput<S>>;
   /** With a type guard: resolves with what it guards. */
   request<T>(url: string | URL, options: RequestOptions & { validate: (value: unknown) => value is T }): Promise<T>;
+  /** `responseType: 'response'`: the Response itself (its body unread: yours to read). */
+  request(url: string | URL, options: RequestOptions & { responseType: 'response' }): Promise<Response>;
+  /** `responseType: 'text'`: the body as a string. */
+  request(url: string | URL, options: RequestOptions & { responseType: 'text' }): Promise<string>;
+  /** `responseType: 'bytes'`: the body's bytes. */
+  request(url: string | URL, options: RequestOptions & { responseType: 'bytes' }): Promise<Uint8Array>;
+  /** `responseType: 'json'` (the default): the parsed body, typed as the caller names it. */
   request<T = unknown>(url: string | URL, options?: RequestOptions): Promise<T>;
   /**
    * `init` is a RequestInit (its `signal` may be null, as fetch takes it) with stormguard's call

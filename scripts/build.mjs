@@ -281,7 +281,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // closed with the client), and its credentials as sent are part of its identity: +839 (measured on
 // 99,537), 100,882 as built with the lines above. (Most of it is the wait of that first step beside the
 // flight's: src/web/driver/steps.rs, shared_key.)
-const SIZE_BUDGET_BYTES = 100_882;
+// Error messages end with the call's method and URL, its query values, fragment and userinfo left
+// out (issue 40 item 6; src/policy/href.rs shown): +64 (measured on 99,537), 100,937 as built.
+const SIZE_BUDGET_BYTES = 100_937;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -1,5 +1,5 @@
 //! A call's URL as text, without the host's parser: a relative input
-//! joined under `baseUrl`'s path.
+//! joined under `baseUrl`'s path, and the URL as an error message shows it.
 //!
 //! # Joining (README, "Client options": `baseUrl`)
 //!
@@ -17,6 +17,12 @@
 //! * the joined URL, once the parser has removed its dot segments, must
 //!   still be the base's path or under it ([`within`]): `..` cannot climb
 //!   out of `baseUrl` (`OptionsError('url')`, nothing sent).
+//!
+//! # Shown in messages
+//!
+//! [`shown`]: an error says which call failed (`GET https://api.example.com/users?id=…`)
+//! without what the URL may carry that is the user's: query values, userinfo,
+//! the fragment, a `data:` payload.
 
 use crate::text::{cat, split_http_href};
 
@@ -78,6 +84,56 @@ pub fn within(base_path: &str, href: &str) -> bool {
         || path
             .strip_prefix(dir)
             .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `method href`: which call failed, as an error message ends (ky's say
+/// the same), with `href` as [`shown`] shows it.
+pub fn described(method: &str, href: &str) -> String {
+    cat(&[method, " ", &shown(href)])
+}
+
+/// `href` (absolute, as the host serialises it) as an error message shows
+/// it: its origin and path, then the query's names with each value as `…`;
+/// no userinfo, no fragment. Another scheme than http(s) shows its scheme
+/// only (`data:…`): its payload may be anything.
+pub fn shown(href: &str) -> String {
+    let Some(h) = split_http_href(href) else {
+        let scheme = href.find(':').and_then(|i| href.get(..i)).unwrap_or("");
+        return cat(&[scheme, ":…"]);
+    };
+    // `http://` or `https://`, then the authority, whose `user:pw@` ends
+    // at its last `@`.
+    let start = h.origin.find(':').map_or(0, |i| i + 3);
+    let host = h
+        .origin
+        .bytes()
+        .rposition(|b| b == b'@')
+        .map_or(start, |at| at + 1);
+    let mut out = cat(&[
+        h.origin.get(..start).unwrap_or(""),
+        h.origin.get(host..).unwrap_or(""),
+        h.path,
+    ]);
+    let rest = href.get(h.origin.len() + h.path.len()..).unwrap_or("");
+    if let Some(query) = rest.strip_prefix('?') {
+        let mut value = false;
+        out.push('?');
+        for c in query.chars() {
+            match c {
+                '#' => break,
+                '&' => value = false,
+                '=' if !value => {
+                    value = true;
+                    out.push_str("=…");
+                    continue;
+                }
+                _ if value => continue,
+                _ => {}
+            }
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -180,5 +236,24 @@ mod tests {
             ("https://api.example.com/v1/", "/v1/")
         );
         assert_eq!(base_of("file:///x"), ("file:///x", ""));
+    }
+
+    #[test]
+    fn messages_show_no_query_values_userinfo_or_fragment() {
+        assert_eq!(
+            shown("https://api.example.com/v1/users?id=42&token=s3cret&flag#frag"),
+            "https://api.example.com/v1/users?id=…&token=…&flag"
+        );
+        assert_eq!(
+            shown("https://user:pw@api.example.com:8443/x"),
+            "https://api.example.com:8443/x"
+        );
+        assert_eq!(shown("http://x/"), "http://x/");
+        assert_eq!(shown("data:text/plain,secret"), "data:…");
+        assert_eq!(shown("http://x/?a=1&b&=c&d=#e=f"), "http://x/?a=…&b&=…&d=…");
+        assert_eq!(
+            described("POST", "https://u@x/o?id=7"),
+            "POST https://x/o?id=…"
+        );
     }
 }

@@ -34,6 +34,8 @@ pub struct Waiter {
     /// A joiner's deadline; None for the first caller, whose deadline is
     /// the network call's own.
     pub deadline_ms: Option<f64>,
+    /// Which call it is, for its error's message (`policy::href::described`).
+    pub about: String,
 }
 
 /// One caller's place on a flight: the gate the outcome opens, and the
@@ -166,7 +168,9 @@ impl Flight {
             ErrorKind::Abort { reason }
         };
         let elapsed = now_ms() - me.started_ms;
-        let e = CallError::new(kind).stamped(&me.request_id, self.cancel.attempts(), elapsed);
+        let e = CallError::new(kind)
+            .stamped(&me.request_id, self.cancel.attempts(), elapsed)
+            .about(me.about);
         Err(e.to_js())
     }
 }

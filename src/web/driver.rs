@@ -22,6 +22,7 @@ use crate::policy::breaker::Permit;
 use crate::policy::classify::RetryDenied;
 use crate::policy::deadline::Deadline;
 use crate::policy::guard::{Admission, Attempt, CallState, Phase, Stop, Verdict};
+use crate::policy::href::described;
 use crate::policy::limiter::Acquire;
 
 /// What a call holding a half-open probe permit does after asking for
@@ -60,7 +61,9 @@ impl Engine {
         let result = Apart(self.attempts(call, &mut c)).await;
         result.map_err(|e| {
             let attempts = c.attempts();
-            let e = e.stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()));
+            let e = e
+                .stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()))
+                .about(described(&call.spec.method, &call.url));
             let guard = &mut self.st.borrow_mut().guard;
             guard.retry_unsent(&mut c);
             // A shared network call's callers are counted one by one

@@ -24,6 +24,7 @@ use super::transport::Transport;
 use super::vecmap::VecMap;
 use crate::policy::breaker::ProbeWaiter;
 use crate::policy::guard::{CallState, Guard};
+use crate::policy::href::described;
 use crate::policy::limiter::WaiterId;
 use crate::policy::options::ClientConfig;
 
@@ -201,6 +202,7 @@ impl Engine {
             request_id: call.request_id.clone(),
             started_ms: call.since().unwrap_or_else(now_ms),
             deadline_ms: None,
+            about: described(&call.spec.method, &call.url),
         };
         // A cancelled flight (its last caller aborted) is ending: a new
         // caller starts a flight of its own instead of inheriting the abort.

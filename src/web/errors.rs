@@ -60,6 +60,9 @@ pub struct CallError {
     pub elapsed_ms: f64,
     /// A `cause` besides the kind's own (a 401's failed refresh).
     cause: Option<JsValue>,
+    /// Which call failed, as its message ends: `GET https://host/path?q=…`
+    /// (`policy::href::described`: no query values, no userinfo).
+    about: String,
 }
 
 impl CallError {
@@ -74,6 +77,12 @@ impl CallError {
     /// The error with `cause` (what made it final: a refresh that threw).
     pub fn with_cause(mut self, cause: JsValue) -> CallError {
         self.cause = Some(cause);
+        self
+    }
+
+    /// The error of the call `about` describes (`policy::href::described`).
+    pub fn about(mut self, about: String) -> CallError {
+        self.about = about;
         self
     }
 
@@ -92,6 +101,7 @@ impl CallError {
             attempts: 0,
             elapsed_ms: 0.0,
             cause: None,
+            about: String::new(),
         }
     }
 
@@ -116,7 +126,17 @@ impl CallError {
         }
     }
 
+    /// What happened, then which call it happened to.
     fn message(&self) -> String {
+        let what = self.what();
+        match &self.kind {
+            ErrorKind::Options(_) | ErrorKind::Thrown(_) => what,
+            _ if self.about.is_empty() => what,
+            _ => cat(&[&what, ": ", &self.about]),
+        }
+    }
+
+    fn what(&self) -> String {
         match &self.kind {
             ErrorKind::Timeout { phase } => match phase {
                 Phase::Queue => "deadline passed while waiting for a concurrency slot".into(),

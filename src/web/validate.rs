@@ -28,6 +28,7 @@ use super::layer::Layer;
 use super::options::Reader;
 use super::runtime::{settle, Wake};
 use crate::policy::guard::Phase;
+use crate::policy::href::described;
 use crate::policy::options::OptionsError;
 
 /// The most issues a `ParseError` keeps.
@@ -124,6 +125,8 @@ fn outcome(result: &JsValue) -> Result<JsValue, Failed> {
 pub struct Check {
     validate: Validate,
     request_id: String,
+    /// Which call it is, for its error's message (`policy::href::described`).
+    about: String,
     started_ms: f64,
     deadline_ms: f64,
     signal: Option<AbortSignal>,
@@ -141,6 +144,7 @@ impl Check {
         Check {
             validate,
             request_id: call.request_id.clone(),
+            about: described(&call.spec.method, &call.url),
             started_ms: now_ms(),
             deadline_ms: call.spec.cfg.deadline_ms,
             signal: signal.cloned(),
@@ -178,7 +182,9 @@ impl Check {
             }
         };
         let elapsed = now_ms() - self.started_ms;
-        Err(e.stamped(&self.request_id, self.cancel.attempts(), elapsed))
+        Err(e
+            .stamped(&self.request_id, self.cancel.attempts(), elapsed)
+            .about(self.about.clone()))
     }
 }
 

@@ -5,7 +5,7 @@ import {
 } from 'stormguard';
 import type {
   Client, ClientOptions, RetryOptions, SchemaOptions, SchemaResult, Stats, StormguardEvent,
-  BreakerSnapshot, AnyStormguardError, StandardSchemaV1,
+  BreakerSnapshot, AnyStormguardError, StandardSchemaV1, ResponseType,
 } from 'stormguard';
 
 /** Compiles only when A and B are the same type. */
@@ -115,6 +115,26 @@ export async function calls(client: Client): Promise<void> {
   expectType<typeof raw, unknown>(true);
   // @ts-expect-error unknown must be narrowed before use
   void raw.id;
+
+  // responseType picks the type of what request() resolves with (issue 40 item 6).
+  const response = await client.request('/x', { responseType: 'response' });
+  expectType<typeof response, Response>(true);
+  const text = await client.request('/x', { responseType: 'text', timeoutMs: 100 });
+  expectType<typeof text, string>(true);
+  const bytes = await client.request('/x', { responseType: 'bytes' });
+  expectType<typeof bytes, Uint8Array>(true);
+  const json = await client.request<User>('/x', { responseType: 'json' });
+  expectType<typeof json, User>(true);
+  const defaulted = await client.request('/x', { responseType: 'json' });
+  expectType<typeof defaulted, unknown>(true);
+  // With a type guard or a schema, validate's type wins (it checks what the responseType gave).
+  const guarded = await client.request('/x', { responseType: 'text', validate: (v: unknown): v is 'ok' => v === 'ok' });
+  expectType<typeof guarded, 'ok'>(true);
+  // A responseType known only as the union: the caller's T (unknown by default).
+  const some = await client.request('/x', { responseType: 'text' as ResponseType });
+  expectType<typeof some, unknown>(true);
+  // @ts-expect-error a text body is no object
+  void (await client.request('/x', { responseType: 'text' })).id;
 
   await client.request(new URL('https://api.example.com/x'), {
     method: 'POST', body: { sku: 'a1' }, idempotencyKey: true, query: { page: 2, q: 'x', all: true },
