@@ -9,7 +9,7 @@
 // (README, "Preloading the wasm").
 import './preflight.js';
 import { Client, finish, imports } from './stormguard.js';
-import { earlyWasm, fetchWasm, loadWasm, makeCreateClient } from './core.js';
+import { OptionsError, earlyWasm, fetchWasm, loadWasm, makeCreateClient } from './core.js';
 
 export {
   StormguardError, TimeoutError, AbortError, NetworkError, HttpError,
@@ -23,6 +23,25 @@ const base = () => globalThis.document?.baseURI ?? globalThis.location?.href;
 const beside = () => new URL('./stormguard_bg.wasm', import.meta.url);
 const early = earlyWasm(beside);
 
+/**
+ * `beside()`, or where there is no such place (`import.meta.url` undefined: Cloudflare Workers, a
+ * bundle that drops it) the OptionsError that says so and how to pass the module instead.
+ */
+function besideOrFix() {
+  try {
+    return beside();
+  } catch (e) {
+    throw new OptionsError(
+      'stormguard: no location for its wasm module can be worked out here (import.meta.url gives no ' +
+        'URL) and no wasm option was given. Import the module and pass it: ' +
+        "import wasm from 'stormguard/stormguard_bg.wasm'; createClient({ wasm }) (Cloudflare Workers, " +
+        "bundlers that import .wasm), or give its URL: createClient({ wasm: '/stormguard_bg.wasm' }) " +
+        '(README, "Frameworks and tools")',
+      { option: 'wasm', cause: e },
+    );
+  }
+}
+
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
 const glue = { Client, finish, imports };
 
@@ -33,7 +52,7 @@ export const createClient = makeCreateClient(async (source, signal) => {
       const started = early.take(signal);
       if (started) return started;
     }
-    const url = value === undefined ? beside() : new URL(value, base());
+    const url = value === undefined ? besideOrFix() : new URL(value, base());
     return { input: await fetchWasm(url, { signal }), where: url.href };
   });
   return glue;

@@ -283,7 +283,10 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // flight's: src/web/driver/steps.rs, shared_key.)
 // Error messages end with the call's method and URL, its query values, fragment and userinfo left
 // out (issue 40 item 6; src/policy/href.rs shown): +64 (measured on 99,537), 100,937 as built.
-const SIZE_BUDGET_BYTES = 100_937;
+// Where no location for the wasm can be worked out (import.meta.url gives none: Cloudflare Workers),
+// createClient's OptionsError('wasm') says so and how to pass the module (issue 40 items 2-3;
+// index.js): +144, 101,081 as built.
+const SIZE_BUDGET_BYTES = 101_081;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;
