@@ -18,7 +18,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -349,10 +349,12 @@ describe('jest app (Jest 30: babel-jest, jsdom, CommonJS; and its ESM mode)', ()
     assert.equal(report.numFailedTests, 0);
     assert.deepEqual(passed(report).sort(), [
       'a GET retried through a failure, in the node environment',
+      'a POST without a key is sent once; the deadline ends a call that gets no answer',
       'createClient names the missing globals and the fix',
       'errors are the exported classes',
       'renders the fallback when there is neither network nor cache',
       'renders the network copy, then the cached copy when the server fails',
+      'the retry waits for its backoff on the fake clock',
       'the wasm option names the file it could not read',
     ]);
   });
@@ -361,6 +363,27 @@ describe('jest app (Jest 30: babel-jest, jsdom, CommonJS; and its ESM mode)', ()
     const report = await jest(['--config', 'jest.esm.config.mjs'], ['--experimental-vm-modules', '--no-warnings']);
     assert.equal(report.numFailedTests, 0);
     assert.deepEqual(passed(report).sort(), ['a GET retried through a failure, in ESM mode', 'a timeout is a TimeoutError']);
+  });
+});
+
+describe('vitest app (Vitest 4: stormguard/testing under fake timers, and the README\'s block as written)', () => {
+  test('faultyFetch answers the app\'s calls; vi.advanceTimersByTimeAsync moves backoff, holds, open periods and timeouts', async () => {
+    const dir = await installApp('vitest');
+    const readme = readFileSync(join(dir, 'node_modules/stormguard/README.md'), 'utf8');
+    writeFileSync(join(dir, 'test/orders.test.js'), readmeBlock(readme, 'orders.test.js'));
+    const out = join(dir, 'report.json');
+    await sh(process.execPath, [join(dir, 'node_modules/vitest/vitest.mjs'), 'run', '--reporter=json', `--outputFile=${out}`], dir);
+    const report = JSON.parse(readFileSync(out, 'utf8'));
+    const passed = report.testResults.flatMap((f) => f.assertionResults.filter((a) => a.status === 'passed').map((a) => a.title));
+    assert.equal(report.numFailedTests, 0);
+    assert.deepEqual(passed.sort(), [
+      'a stalled body ends with the attempt timeout, on fake time',
+      'an open breaker refuses at once, and lets a probe through when its open period ends',
+      'an order is posted exactly once per key, through a reset and a 503',
+      'an order is posted exactly once, through a reset and a 503',
+      'the list is the last good copy while the API is down',
+      'the list shows the last good copy when the API is down',
+    ]);
   });
 });
 
