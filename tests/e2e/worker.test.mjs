@@ -29,3 +29,21 @@ test('a call made inside a Web Worker', async () => {
   assert.equal(result.stats.attempts, 2);
   assert.deepEqual(errors, []);
 });
+
+test('calls answered by a module Service Worker through client.fetch()', async () => {
+  const page = await browser.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+  const result = await page.evaluate(async (fault) => {
+    const sw = navigator.serviceWorker;
+    const controlled = new Promise((resolve) => sw.addEventListener('controllerchange', resolve, { once: true }));
+    await sw.register(`/tests/e2e/pages/sw.js?fault=${encodeURIComponent(fault)}`, { type: 'module', scope: '/tests/e2e/pages/' });
+    if (!sw.controller) await controlled;
+    return (await fetch('/tests/e2e/pages/api/user?id=sw')).json();
+  }, servers.fault);
+  assert.equal(result.ok, true, result.error);
+  assert.equal(result.status, 200);
+  assert.equal(result.body.attempt, 2, 'the 503 retried once inside the Service Worker');
+  assert.equal(result.stats.attempts, 2);
+  assert.deepEqual(errors, []);
+});
