@@ -133,8 +133,9 @@ const cjsBanner = [
 ].join('\n');
 // The entries over the client's events and `fetch` option (issue 41): plain JS, no wasm, nothing
 // of the main entry.
-const SIDE_ENTRIES = ['testing'];
-for (const [entry, external] of [['node', []], ['react', ['react']], ['vue', ['vue']], ...SIDE_ENTRIES.map((e) => [e, []])]) {
+const SIDE_ENTRIES = ['testing', 'devtools'];
+const SIDE_EXTERNAL = { otel: ['@opentelemetry/api'] };
+for (const [entry, external] of [['node', []], ['react', ['react']], ['vue', ['vue']], ...SIDE_ENTRIES.map((e) => [e, SIDE_EXTERNAL[e] ?? []])]) {
   await build({
     entryPoints: [join(pkg, `${entry}.js`)],
     outfile: join(pkg, `${entry}.cjs`),
@@ -143,8 +144,8 @@ for (const [entry, external] of [['node', []], ['react', ['react']], ['vue', ['v
     platform: 'node',
     target: 'node20',
     external,
-    define: { 'import.meta.url': '__stormguard_url' },
-    banner: { js: cjsBanner },
+    // The side entries use no import.meta, wasm or text codec, and devtools runs in pages: no banner.
+    ...(SIDE_ENTRIES.includes(entry) ? {} : { define: { 'import.meta.url': '__stormguard_url' }, banner: { js: cjsBanner } }),
     logLevel: 'warning',
   });
 }

@@ -754,6 +754,24 @@ const layout = await startLayoutPanel($('layout-panel'), {
   return null;
 });
 
+// The layout client's engine, live (stormguard/devtools): loaded and mounted only while the box is
+// open, so a closed box costs nothing.
+if (layout?.client) {
+  const details = $('devtools');
+  let unmount = null;
+  const sync = async () => {
+    if (details.open && !unmount) {
+      const { mountDevtools } = await import('/pkg/devtools.js');
+      if (details.open && !unmount) unmount = mountDevtools(layout.client, $('devtools-box'));
+    } else if (!details.open && unmount) {
+      unmount();
+      unmount = null;
+    }
+  };
+  details.addEventListener('toggle', sync);
+  sync().catch((e) => fatal(`devtools: ${e?.message ?? e}`));
+}
+
 document.body.dataset.phase = 'clients';
 await rebuild();
 setInterval(() => {

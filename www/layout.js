@@ -159,5 +159,6 @@ export async function startLayoutPanel(box, { createClient, options, onCall, eve
       } catch {}
     },
     state: () => ({ source: last.source, breaker: breaker().state }),
+    client,
   };
 }

@@ -77,16 +77,24 @@ async function brownoutRun(browser, demo, strategy, { thenOutage = false } = {})
       await page.click('#outage');
       outageSeen = new Set();
       let banner = '';
+      const panelSeen = new Set(); // the devtools panel's state of the layout client's /capacity breaker
       for (let i = 0; i < 2 * FAULT_S; i++) {
         await page.waitForTimeout(500);
         const source = await page.getAttribute('#layout-panel', 'data-source');
         outageSeen.add(source);
+        panelSeen.add(await page.$eval('#devtools-box [data-sg-devtools]', (p) =>
+          p.querySelector('[data-sg-breaker$="/capacity"]')?.dataset.state ?? 'none'));
         if (source === 'cache' && !banner) {
           banner = await page.textContent('.layout-banner');
           await page.screenshot({ path: join(OUT, `${strategy}-outage-schema-panel.png`), fullPage: true });
         }
       }
       outageSeen = { sources: [...outageSeen], banner };
+      // stormguard/devtools, mounted by the demo on the layout client: the outage opens its breaker,
+      // and its calls are listed ending in the schema() fallback (schema() never rejects).
+      assert.ok(panelSeen.has('open'), `the devtools panel showed the breaker open (saw ${[...panelSeen]})`);
+      const served = await page.$$eval('#devtools-box [data-sg-call][data-outcome=fallback]', (rows) => rows.length);
+      assert.ok(served > 0, 'the devtools panel lists calls served by the fallback');
     }
     const ports = Number(await page.getAttribute('#arrangement', 'data-ports'));
     const lag = await page.evaluate(() => window.demo.recent().lag);

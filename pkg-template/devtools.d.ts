@@ -1,0 +1,11 @@
+// Types of stormguard/devtools (see ../shared/API.md, "Entry points").
+import type { Client } from './index.js';
+
+/**
+ * Renders a live panel (plain DOM) of the client's breakers (state, samples, failure rate, time to
+ * the next probe), its retry counters (retries, budget denials, amplification), holds (Retry-After,
+ * quotas) with their time left, the queue (in flight, queued), and the last calls with their attempts
+ * and decisions, into `element` (default: a floating box appended to `document.body`). Updated on every
+ * event and every 250 ms. Returns the function that unmounts it.
+ */
+export function mountDevtools(client: Client, element?: Element): () => void;
