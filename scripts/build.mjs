@@ -290,7 +290,11 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // Where no location for the wasm can be worked out (import.meta.url gives none: Cloudflare Workers),
 // createClient's OptionsError('wasm') says so and how to pass the module (issue 40 items 2-3;
 // index.js): +144, 101,081 as built.
-const SIZE_BUDGET_BYTES = 101_081;
+// serde and serde-wasm-bindgen back for what the wasm hands out (issue 40 item 7: derived Serialize
+// structs for stats(), breakers() and events, made objects by `to_value`; the shapes unchanged): wasm
+// +2,561 (its object serializer, the hash table of its key cache, a serializer per type), glue +8:
+// +2,569 (measured on 100,937), 103,650 as built with the line above.
+const SIZE_BUDGET_BYTES = 103_650;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -74,8 +74,15 @@ pub const DEFAULT_MAX_KEYS: usize = 1000;
 /// Transitions kept until drained; past this the oldest are dropped.
 const MAX_PENDING_TRANSITIONS: usize = 1024;
 
-/// Seen by JS as `'closed' | 'open' | 'half-open'` (the names `as_str` gives).
+/// Seen by JS as `'closed' | 'open' | 'half-open'`: the names `as_str`
+/// gives, and serde's kebab-case of the variants in `breakers()` and
+/// events (the wasm only; tests/e2e/node.test.mjs reads all three).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    target_arch = "wasm32",
+    derive(serde::Serialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum State {
     Closed,
     Open,
@@ -110,8 +117,13 @@ pub struct Transition {
 }
 
 /// One entry of `client.breakers()`: the JS `BreakerSnapshot` is this
-/// struct, field for field, in camelCase.
+/// struct, field for field, in camelCase (serialized in the wasm only).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    target_arch = "wasm32",
+    derive(serde::Serialize),
+    serde(rename_all = "camelCase")
+)]
 pub struct Snapshot {
     pub key: String,
     pub state: State,

@@ -20,22 +20,6 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Each counter by its name in `client.stats()`, in declaration order.
-    pub fn named(&self) -> [(&'static str, u64); 10] {
-        [
-            ("requests", self.requests),
-            ("attempts", self.attempts),
-            ("retries", self.retries),
-            ("timeouts", self.timeouts),
-            ("failures", self.failures),
-            ("breakerOpens", self.breaker_opens),
-            ("budgetDenied", self.budget_denied),
-            ("queueRejected", self.queue_rejected),
-            ("deduped", self.deduped),
-            ("fallbacks", self.fallbacks),
-        ]
-    }
-
     /// Attempts per request; 0 before any request.
     pub fn amplification(&self) -> f64 {
         if self.requests == 0 {
@@ -60,27 +44,5 @@ mod tests {
         s.deduped = 2;
         s.requests = 8;
         assert_eq!(s.amplification(), 0.75);
-    }
-
-    #[test]
-    fn every_counter_is_named_once() {
-        let s = Stats {
-            requests: 1,
-            attempts: 2,
-            retries: 3,
-            timeouts: 4,
-            failures: 5,
-            breaker_opens: 6,
-            budget_denied: 7,
-            queue_rejected: 8,
-            deduped: 9,
-            fallbacks: 10,
-        };
-        let named = s.named();
-        let values: Vec<u64> = named.iter().map(|(_, v)| *v).collect();
-        assert_eq!(values, (1..=10).collect::<Vec<u64>>());
-        for (i, (name, _)) in named.iter().enumerate() {
-            assert!(named.iter().skip(i + 1).all(|(n, _)| n != name), "{name}");
-        }
     }
 }

@@ -9,7 +9,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::cancel::CancelReason;
-use super::convert::Obj;
+use super::convert::to_js;
 use super::crosstab::CrossTab;
 use super::engine::Engine;
 use super::errors::CallError;
@@ -23,6 +23,7 @@ use super::schema;
 use super::transport::Transport;
 use super::validate::{self, Check};
 use crate::policy::options::{ClientConfig, OptionsError};
+use crate::policy::stats::Stats;
 
 /// The storage prefix's default, which also names the cross-tab channel.
 const DEFAULT_PREFIX: &str = "stormguard:";
@@ -176,17 +177,7 @@ impl Client {
 
     pub fn stats(&self) -> JsValue {
         let g = &self.engine.st.borrow().guard;
-        // The counters as named beside them (numbers, as `as f64` writes
-        // them: exact below 2^53, which no counter reaches); the gauges
-        // from the limiter.
-        let o = Obj::new();
-        for (name, n) in g.stats.named() {
-            o.set(name, n as f64);
-        }
-        o.set("inFlight", g.in_flight())
-            .set("queued", g.queued())
-            .set("amplification", g.stats.amplification());
-        o.into_js()
+        to_js(&StatsOut::new(&g.stats, g.in_flight(), g.queued()))
     }
 
     pub fn breakers(&self) -> Array {
@@ -196,18 +187,7 @@ impl Client {
             return Array::new();
         }
         let snaps = self.engine.st.borrow_mut().guard.snapshot(now_ms());
-        snaps
-            .iter()
-            .map(|s| {
-                let o = Obj::new();
-                o.set("key", s.key.as_str())
-                    .set("state", s.state.as_str())
-                    .set("samples", s.samples)
-                    .set("failureRate", s.failure_rate)
-                    .set("openForMs", s.open_for_ms);
-                o.into_js()
-            })
-            .collect()
+        snaps.iter().map(to_js).collect()
     }
 
     /// Adds a listener; returns its id for `off`.
@@ -347,5 +327,63 @@ impl Client {
             .layer
             .io(flag::PER_ATTEMPT | flag::BEFORE_RETRY)
             .is_some()
+    }
+}
+
+/// `client.stats()`, the JS `Stats` field for field: the counters, then
+/// the gauges from the limiter. Every number an f64, as JS has it (a
+/// counter is exact below 2^53, which none reaches; serde-wasm-bindgen's
+/// u64 path would format an error for larger ones, linking integer
+/// formatting: bench/README.md), so one serializer serves them all.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatsOut {
+    requests: f64,
+    attempts: f64,
+    retries: f64,
+    timeouts: f64,
+    failures: f64,
+    breaker_opens: f64,
+    budget_denied: f64,
+    queue_rejected: f64,
+    deduped: f64,
+    fallbacks: f64,
+    in_flight: f64,
+    queued: f64,
+    amplification: f64,
+}
+
+impl StatsOut {
+    fn new(stats: &Stats, in_flight: u32, queued: u32) -> StatsOut {
+        // Every counter by name: one added to `Stats` does not compile
+        // until it is written here too.
+        let Stats {
+            requests,
+            attempts,
+            retries,
+            timeouts,
+            failures,
+            breaker_opens,
+            budget_denied,
+            queue_rejected,
+            deduped,
+            fallbacks,
+        } = stats;
+        let n = |c: &u64| *c as f64;
+        StatsOut {
+            requests: n(requests),
+            attempts: n(attempts),
+            retries: n(retries),
+            timeouts: n(timeouts),
+            failures: n(failures),
+            breaker_opens: n(breaker_opens),
+            budget_denied: n(budget_denied),
+            queue_rejected: n(queue_rejected),
+            deduped: n(deduped),
+            fallbacks: n(fallbacks),
+            in_flight: f64::from(in_flight),
+            queued: f64::from(queued),
+            amplification: stats.amplification(),
+        }
     }
 }

@@ -1,11 +1,11 @@
 //! Small helpers for building and reading plain JS objects.
 //!
-//! What the wasm hands out (stats, breaker snapshots, events, peer
-//! messages, error descriptors) is built with [`Obj`], member by member
-//! (serde-wasm-bindgen's serializer and its key cache measured 2,076 bytes
-//! gzip more: bench/README.md); what comes in is read field by field with
-//! [`get`], which is smaller than `serde_wasm_bindgen::from_value` and gives
-//! typed errors.
+//! What the wasm hands out to users (`stats()`, `breakers()`, events) is a
+//! `#[derive(Serialize)]` struct made a plain object by [`to_js`]; the
+//! other objects it makes (error descriptors, peer messages, fetch inits)
+//! are built member by member with [`Obj`]. What comes in is read member by
+//! member with [`get`]: `serde_wasm_bindgen::from_value` would link float
+//! formatting (+22.8 KB gzip, TOOLCHAIN.md) and give worse errors.
 
 use std::cell::RefCell;
 
@@ -35,6 +35,16 @@ pub fn key(k: &'static str) -> JsValue {
 
 pub fn get(obj: &JsValue, k: &'static str) -> Result<JsValue, JsValue> {
     js_sys::Reflect::get(obj, &key(k))
+}
+
+/// `value` through serde-wasm-bindgen: a struct is a plain object with its
+/// fields in order, a `None` marked `skip_serializing_if` absent (without
+/// it the key would be there, `undefined`), a unit variant its name.
+/// Numbers go out as f64 or u32 (a u64 would link integer formatting for
+/// its range error), so nothing here fails; were it to, the error's value
+/// is what the caller gets.
+pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
+    serde_wasm_bindgen::to_value(value).unwrap_or_else(JsValue::from)
 }
 
 /// A plain object under construction.

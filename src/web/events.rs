@@ -1,7 +1,7 @@
 //! `client.on()`: the listeners of a client and the events they receive.
 //!
 //! An event is built only when its type has a listener, and what it says
-//! is grouped by meaning ([`Event`]); [`Event::to_js`] writes it flat, as
+//! is grouped by meaning ([`Event`]); serialized it is flat ([`Flat`]), as
 //! the JS `StormguardEvent`, where a field an event does not carry is
 //! absent, not `undefined`.
 
@@ -11,7 +11,8 @@ use js_sys::Function;
 use wasm_bindgen::JsValue;
 
 use super::call::Call;
-use super::convert::Obj;
+use super::convert::to_js;
+use serde::Serialize;
 
 use crate::policy::breaker::State as BreakerState;
 
@@ -59,34 +60,62 @@ pub struct Breaker<'a> {
 }
 
 impl Event<'_> {
-    /// The JS shape: one flat object, a field the event does not carry
-    /// absent. Every number goes out as an f64 (as JS has it).
+    /// The JS shape ([`Flat`]).
     fn to_js(&self) -> JsValue {
-        let o = Obj::new();
-        let opt = |key: &'static str, value: Option<JsValue>| {
-            if let Some(v) = value {
-                o.set(key, v);
-            }
-        };
-        let text = |s: Option<&str>| s.map(JsValue::from_str);
-        let num = |n: Option<f64>| n.map(JsValue::from_f64);
-        let state = |s: Option<BreakerState>| text(s.map(BreakerState::as_str));
-        o.set("type", self.kind).set("requestId", self.request_id);
-        opt("method", text(self.call.map(|c| c.method)));
-        opt("url", text(self.call.map(|c| c.url)));
-        let attempt = self.call.and_then(|c| c.attempt);
-        opt("attempt", num(attempt.map(f64::from)));
-        opt("elapsedMs", num(self.times.elapsed_ms));
-        opt("remainingMs", num(self.times.remaining_ms));
-        opt("delayMs", num(self.times.delay_ms));
-        opt("reason", text(self.outcome.reason));
-        opt("key", text(self.breaker.key));
-        opt("from", state(self.breaker.from));
-        opt("to", state(self.breaker.to));
-        opt("errorName", text(self.outcome.error_name));
-        opt("status", num(self.outcome.status.map(f64::from)));
-        o.into_js()
+        let call = self.call;
+        let num = |n: Option<u32>| n.map(f64::from);
+        to_js(&Flat {
+            kind: self.kind,
+            request_id: self.request_id,
+            method: call.map(|c| c.method),
+            url: call.map(|c| c.url),
+            attempt: num(call.and_then(|c| c.attempt)),
+            elapsed_ms: self.times.elapsed_ms,
+            remaining_ms: self.times.remaining_ms,
+            delay_ms: self.times.delay_ms,
+            reason: self.outcome.reason,
+            key: self.breaker.key,
+            from: self.breaker.from,
+            to: self.breaker.to,
+            error_name: self.outcome.error_name,
+            status: self.outcome.status.map(f64::from),
+        })
     }
+}
+
+/// The JS `StormguardEvent`: one flat object in this order, a field the
+/// event does not carry absent (not `undefined`). Every number an f64, as
+/// JS has it, so one serializer serves them all.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Flat<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    request_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elapsed_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remaining_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delay_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<BreakerState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to: Option<BreakerState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<f64>,
 }
 
 struct Listener {
