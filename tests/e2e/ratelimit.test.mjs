@@ -206,6 +206,9 @@ for (const [form, reset] of [['ietf', ''], ['dict', ''], ['draft', ''], ['x', '&
     assert.equal(waits[0].reason, 'quota');
     assert.ok(waits[0].delayMs > 0 && waits[0].delayMs <= 2000, `waited ${waits[0].delayMs} ms`);
     assert.equal(waits[0].attempt, 1);
+    // Its exact shape (keys in order, types), as node.test.mjs checks the other events'.
+    assert.deepEqual(Object.entries(waits[0]).map(([k, v]) => [k, typeof v]), [['type', 'string'], ['requestId', 'string'],
+      ['method', 'string'], ['url', 'string'], ['attempt', 'number'], ['delayMs', 'number'], ['reason', 'string'], ['key', 'string']]);
     assert.ok(took >= 500, `the third call waited for the window: ${took} ms`);
   });
 }
