@@ -294,7 +294,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // structs for stats(), breakers() and events, made objects by `to_value`; the shapes unchanged): wasm
 // +2,561 (its object serializer, the hash table of its key cache, a serializer per type), glue +8:
 // +2,569 (measured on 100,937), 103,650 as built with the line above.
-const SIZE_BUDGET_BYTES = 103_650;
+// A joined URL checked against baseUrl's text (both the parser's: origin and path compared at once)
+// instead of its path parsed again, and baseUrl kept once: -71 (measured on 101,081), 103,582 as built.
+const SIZE_BUDGET_BYTES = 103_582;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -1924,13 +1924,8 @@ async fn urls_resolve_as_the_hosts_parser_resolves_them() {
             // may not climb above it (policy::href, natively tested); the
             // URL is then the parser's. (A URL with user info is the call's
             // to refuse, not to send.)
-            let (joined, under) = match base_url {
-                Some(b) => {
-                    let (prefix, path) = href::base_of(b);
-                    (href::join(prefix, case), path)
-                }
-                None => (None, ""),
-            };
+            let under = base_url.map_or("", |b| href::base_of(b));
+            let joined = base_url.and_then(|_| href::join(under, case));
             let expected = match &joined {
                 Some(j) => web_sys::Url::new(j),
                 None => web_sys::Url::new_with_base(case, against),

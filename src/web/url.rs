@@ -18,10 +18,10 @@ type Result<T> = std::result::Result<T, OptionsError>;
 pub struct Base {
     /// `baseUrl` as a JS string, passed to `new URL` as it is; `None`: the page.
     url: Option<JsValue>,
-    /// `baseUrl` as text (without query and fragment) and its path, which
-    /// a joined URL's path must stay within (`None`: the page, which inputs resolve against as fetch
-    /// resolves them).
-    joins: Option<(String, String)>,
+    /// `baseUrl` as text without query and fragment, which relative inputs
+    /// join under and a joined URL must stay within (`None`: the page,
+    /// which inputs resolve against as fetch resolves them).
+    joins: Option<String>,
     /// The origin of `baseUrl`, else of the page, when it is http(s): a
     /// path-absolute URL of plain characters is this and itself
     /// ([`path_absolute_as_written`]). (A page's origin does not change
@@ -37,10 +37,10 @@ impl Base {
             .and_then(split_http_href)
             .filter(|h| !h.credentials)
             .map(|h| h.origin.to_owned());
-        let joins = url.as_ref().and_then(JsValue::as_string).map(|base| {
-            let (prefix, path) = href::base_of(&base);
-            (prefix.to_owned(), path.to_owned())
-        });
+        let joins = url
+            .as_ref()
+            .and_then(JsValue::as_string)
+            .map(|base| href::base_of(&base).to_owned());
         Base { url, joins, origin }
     }
 
@@ -60,11 +60,11 @@ impl Base {
     }
 
     /// `input` joined under `baseUrl` when the client has one and `input`
-    /// is relative: the joined text, and the path it must stay within
+    /// is relative: the joined text, and the base it must stay within
     /// ([`within`]).
     pub fn joined(&self, input: &str) -> Option<(String, &str)> {
-        let (base, path) = self.joins.as_ref()?;
-        Some((href::join(base, input)?, path))
+        let base = self.joins.as_deref()?;
+        Some((href::join(base, input)?, base))
     }
 
     /// Resolves `input` (string or URL; [`endpoint`] then refuses
@@ -108,8 +108,8 @@ impl Base {
 
 /// Refuses (as `option`) a joined URL whose `..` segments climbed above
 /// `baseUrl`'s path.
-pub fn within(base_path: &str, href: &str, option: &str) -> Result<()> {
-    if href::within(base_path, href) {
+pub fn within(base: &str, href: &str, option: &str) -> Result<()> {
+    if href::within(base, href) {
         return Ok(());
     }
     Err(OptionsError::new(
