@@ -133,7 +133,7 @@ const cjsBanner = [
 ].join('\n');
 // The entries over the client's events and `fetch` option (issue 41): plain JS, no wasm, nothing
 // of the main entry.
-const SIDE_ENTRIES = ['testing', 'devtools'];
+const SIDE_ENTRIES = ['testing', 'devtools', 'otel'];
 const SIDE_EXTERNAL = { otel: ['@opentelemetry/api'] };
 for (const [entry, external] of [['node', []], ['react', ['react']], ['vue', ['vue']], ...SIDE_ENTRIES.map((e) => [e, SIDE_EXTERNAL[e] ?? []])]) {
   await build({

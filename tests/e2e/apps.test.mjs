@@ -387,6 +387,19 @@ describe('vitest app (Vitest 4: stormguard/testing under fake timers, and the RE
   });
 });
 
+describe('otel app (stormguard/otel with the OpenTelemetry SDK 2.12 in-memory exporters, api 1.9)', () => {
+  test('the types check; spans and metrics of a call retried twice, a hedged call and a call refused by an open breaker', async () => {
+    const dir = await installApp('otel');
+    await sh(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', '.'], dir);
+    const env = { ...childEnv, STORMGUARD_FAULT_URL: fault.url };
+    try {
+      await run(process.execPath, ['--test', '--test-reporter=spec', 'test/'], { cwd: dir, env, maxBuffer: 64 << 20 });
+    } catch (e) {
+      throw new Error(`the otel app's tests failed:\n${e.stdout}\n${e.stderr}`);
+    }
+  });
+});
+
 describe('ts-node app (Node-only TypeScript: no DOM lib, skipLibCheck false; CommonJS node16 and ESM nodenext)', () => {
   test('both projects type-check, and the compiled CommonJS calls out through require()', async () => {
     const dir = await installApp('ts-node');
