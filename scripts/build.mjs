@@ -296,7 +296,11 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // +2,569 (measured on 100,937), 103,650 as built with the line above.
 // A joined URL checked against baseUrl's text (both the parser's: origin and path compared at once)
 // instead of its path parsed again, and baseUrl kept once: -71 (measured on 101,081), 103,582 as built.
-const SIZE_BUDGET_BYTES = 103_582;
+// Probe-first retries (issue 42): a burst over the endpoints of one origin holds its retries behind
+// one probe at the time a retry typically goes, waiters count a failed probe as an attempt and are
+// spread over their backoff window when it succeeds (replacing the rule that opened every endpoint
+// of a burst): +938 (measured on 96,969), 104,509 as built.
+const SIZE_BUDGET_BYTES = 104_509;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -453,3 +453,494 @@ fn adaptive_throttling_sheds_a_brownout_smoothly() {
         swings[0]
     );
 }
+
+/// Probe-first retries (issue 42): one client, calls to several endpoints
+/// of one origin, each driven through the shipped `Guard` in virtual time
+/// as the engine drives it (admit and its waits, slot, begin, settle).
+mod burst {
+    use super::*;
+    use stormguard::policy::breaker::Permit;
+    use stormguard::policy::guard::Stop;
+    use stormguard::policy::ratelimit::Why;
+
+    /// The scenario's server: the reply to the `nth` attempt (from 1) at
+    /// endpoint `e`, sent at `now`.
+    pub type Server = Box<dyn FnMut(usize, u32, f64) -> Reply>;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum End {
+        Ok,
+        /// Failed with the last attempt's error (not retried because of this).
+        Failed(RetryDenied),
+        /// CircuitOpenError, nothing more sent.
+        Refused,
+        OutOfTime,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Ev {
+        Attempt(usize),
+        Reply(usize, Reply),
+    }
+
+    pub struct Call {
+        pub endpoint: usize,
+        state: CallState<'static>,
+        sent: Option<Attempt>,
+        pub end: Option<End>,
+        /// When each of its attempts went out.
+        pub sent_at: Vec<f64>,
+        /// Times it was held by its origin's burst (waited for the probe,
+        /// or for its time).
+        pub held: u32,
+    }
+
+    pub struct Page {
+        pub guard: Guard,
+        specs: Vec<&'static Spec>,
+        pub calls: Vec<Call>,
+        events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+        seq: u64,
+        rng: Rng,
+        pub waits: Vec<(ProbeWaiter, usize)>,
+        tries: Vec<u32>,
+        server: Server,
+    }
+
+    impl Page {
+        pub fn new(raw: RawClientOptions, endpoints: usize, server: Server) -> Page {
+            let raw = RawClientOptions {
+                concurrency: Toggle::Off,
+                ..raw
+            };
+            let cfg = ClientConfig::from_raw(&raw).unwrap();
+            let cc = CallConfig::resolve(&cfg, &Default::default()).unwrap();
+            let specs = (0..endpoints)
+                .map(|e| {
+                    &*Box::leak(Box::new(Spec {
+                        key: format!("GET https://api.example/e{e}"),
+                        method: "GET".to_string(),
+                        has_key: false,
+                        cfg: cc.clone(),
+                        prefer_cache: false,
+                        refusable: false,
+                    }))
+                })
+                .collect();
+            Page {
+                guard: Guard::new(&cfg),
+                specs,
+                calls: Vec::new(),
+                events: BinaryHeap::new(),
+                seq: 0,
+                rng: Rng(0x9E37_79B9_7F4A_7C15),
+                waits: Vec::new(),
+                tries: vec![0; endpoints],
+                server,
+            }
+        }
+
+        fn at(&mut self, time_ms: f64, ev: Ev) {
+            self.seq += 1;
+            self.events
+                .push(Reverse(((time_ms * 1000.0) as u64, self.seq, ev)));
+        }
+
+        /// A call to endpoint `e` starting at `t`.
+        pub fn call(&mut self, e: usize, t: f64) -> usize {
+            let state = self.guard.start(self.specs[e], t);
+            self.calls.push(Call {
+                endpoint: e,
+                state,
+                sent: None,
+                end: None,
+                sent_at: Vec::new(),
+                held: 0,
+            });
+            let id = self.calls.len() - 1;
+            self.at(t, Ev::Attempt(id));
+            id
+        }
+
+        /// Runs until `until` (or no event is left).
+        pub fn run(&mut self, until: f64) {
+            while let Some(Reverse((micros, _, ev))) = self.events.peek().copied() {
+                let now = micros as f64 / 1000.0;
+                if now > until {
+                    return;
+                }
+                self.events.pop();
+                match ev {
+                    Ev::Attempt(id) => self.attempt(id, now),
+                    Ev::Reply(id, r) => self.reply(id, r, now),
+                }
+            }
+        }
+
+        fn attempt(&mut self, id: usize, now: f64) {
+            let coin = self.rng.next();
+            let call = &mut self.calls[id];
+            let admission = self.guard.admit(&mut call.state, now, false, coin);
+            drain(&mut self.guard);
+            let permit = match admission {
+                Admission::Go(permit) => permit,
+                Admission::Wait { ms, why, .. } => {
+                    call.held += u32::from(why == Why::Burst);
+                    return self.at(now + ms, Ev::Attempt(id));
+                }
+                Admission::AwaitProbe(w) => {
+                    call.held += 1;
+                    // Within its deadline: a timer ends the wait.
+                    return self.waits.push((w, id));
+                }
+                Admission::Stop(Stop::CircuitOpen { .. }) => {
+                    self.calls[id].end = Some(End::Refused);
+                    return self.guard.retry_unsent(&mut self.calls[id].state);
+                }
+                Admission::Stop(_) => {
+                    self.calls[id].end = Some(End::OutOfTime);
+                    return self.guard.retry_unsent(&mut self.calls[id].state);
+                }
+                Admission::Online => unreachable!(),
+            };
+            assert_eq!(self.guard.acquire_slot(), Acquire::Granted);
+            let Some(sent) = self.guard.begin(&mut call.state, permit, now) else {
+                let _ = self.guard.release_slot();
+                self.calls[id].end = Some(End::OutOfTime);
+                return self.wake(now);
+            };
+            call.sent = Some(sent);
+            call.sent_at.push(now);
+            let e = call.endpoint;
+            self.tries[e] += 1;
+            let reply = (self.server)(e, self.tries[e], now);
+            let latency = self.rng.between(5.0, 25.0);
+            self.at(now + latency, Ev::Reply(id, reply));
+        }
+
+        fn wake(&mut self, now: f64) {
+            for w in self.guard.drain_released() {
+                if let Some(i) = self.waits.iter().position(|p| p.0 == w) {
+                    let (_, id) = self.waits.remove(i);
+                    self.at(now, Ev::Attempt(id));
+                }
+            }
+        }
+
+        /// The call `id`, waiting for a probe, is aborted.
+        pub fn abort(&mut self, id: usize) {
+            if let Some(i) = self.waits.iter().position(|p| p.1 == id) {
+                let (w, _) = self.waits.remove(i);
+                self.guard.stop_waiting(&self.calls[id].state, w);
+            }
+            self.calls[id].end = Some(End::OutOfTime);
+        }
+
+        /// The call whose attempt out is its origin's probe.
+        pub fn probe_out(&self) -> Option<usize> {
+            self.calls
+                .iter()
+                .position(|c| c.sent.is_some_and(|s| s.permit == Some(Permit::Origin)))
+        }
+
+        /// The caller of `id` aborts while its attempt is out.
+        pub fn cancel(&mut self, id: usize, now: f64) {
+            let _ = self.guard.release_slot();
+            let call = &mut self.calls[id];
+            let permit = call.sent.take().and_then(|s| s.permit);
+            let _ = self.guard.settle(
+                &mut call.state,
+                permit,
+                &Ended::Cancelled,
+                None,
+                now,
+                0.0,
+                0.5,
+            );
+            call.end = Some(End::OutOfTime);
+            drain(&mut self.guard);
+            self.wake(now);
+        }
+
+        fn reply(&mut self, id: usize, reply: Reply, now: f64) {
+            if self.calls[id].end.is_some() {
+                return; // aborted meanwhile
+            }
+            let end = match reply {
+                Reply::Ok => Ended::Success,
+                Reply::Unavailable => Ended::Status {
+                    status: 503,
+                    retry_after: None,
+                    reset_ms: None,
+                },
+                Reply::Refused => Ended::Network { offline: false },
+            };
+            let rand01 = self.rng.next();
+            let _ = self.guard.release_slot();
+            let call = &mut self.calls[id];
+            let permit = call.sent.take().and_then(|s| s.permit);
+            let verdict = self
+                .guard
+                .settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
+            drain(&mut self.guard);
+            match verdict {
+                Verdict::End => call.end = Some(End::Ok),
+                Verdict::Retry { delay_ms } => self.at(now + delay_ms, Ev::Attempt(id)),
+                Verdict::Fail { denied } => call.end = Some(End::Failed(denied)),
+            }
+            self.wake(now);
+        }
+
+        pub fn sent(&self) -> usize {
+            self.calls.iter().map(|c| c.sent_at.len()).sum()
+        }
+    }
+
+    fn budget_off() -> RawClientOptions {
+        RawClientOptions {
+            budget: Toggle::Off,
+            ..RawClientOptions::default()
+        }
+    }
+
+    #[test]
+    fn twenty_endpoints_each_failing_once_all_succeed() {
+        // 20 calls to 20 endpoints of one origin, out at once; each
+        // endpoint fails its first request (503) and is healthy after.
+        // The rule this replaces opened them all: 0 of 20.
+        let server: Server = Box::new(|_, nth, _| {
+            if nth == 1 {
+                Reply::Unavailable
+            } else {
+                Reply::Ok
+            }
+        });
+        let mut p = Page::new(budget_off(), 20, server);
+        for e in 0..20 {
+            p.call(e, 0.0);
+        }
+        p.run(60_000.0);
+        let ok = p.calls.iter().filter(|c| c.end == Some(End::Ok)).count();
+        assert_eq!(
+            ok,
+            20,
+            "{:?}",
+            p.calls.iter().map(|c| c.end).collect::<Vec<_>>()
+        );
+        assert_eq!(p.sent(), 40, "one retry each");
+        assert_eq!(p.guard.stats.breaker_opens, 0);
+        // The burst's retries waited for the probe, and went spread out,
+        // not all at once.
+        let held = p.calls.iter().filter(|c| c.held > 0).count();
+        let firsts: Vec<f64> = p.calls.iter().map(|c| c.sent_at[1]).collect();
+        // The probe went when a first retry typically goes (full jitter
+        // over 1 s: 500 ms), no retry before it; those drawn earlier
+        // waited for it.
+        let first = firsts.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(
+            first >= 500.0 && held >= 5,
+            "{held} held; retries sent at {firsts:?}"
+        );
+        let mut retried: Vec<f64> = p.calls.iter().map(|c| c.sent_at[1]).collect();
+        retried.sort_by(f64::total_cmp);
+        retried.dedup();
+        assert!(retried.len() >= 15, "{retried:?}");
+        assert!(
+            retried[retried.len() - 1] - retried[0] > 200.0,
+            "{retried:?}"
+        );
+        // Warmed by 100 successes first, with the default budget: the same.
+        let server: Server = Box::new(|_, nth, _| {
+            if nth == 6 {
+                Reply::Unavailable
+            } else {
+                Reply::Ok
+            }
+        });
+        let mut p = Page::new(budget_off(), 20, server);
+        for i in 0..100 {
+            p.call(i % 20, f64::from(i as u32) * 10.0);
+        }
+        p.run(2000.0);
+        for e in 0..20 {
+            p.call(e, 2000.0);
+        }
+        p.run(60_000.0);
+        assert!(p.calls.iter().all(|c| c.end == Some(End::Ok)));
+    }
+
+    #[test]
+    fn a_fresh_endpoints_first_failure_after_a_burst_elsewhere_is_retried() {
+        // Endpoints 0..3 are down (a broken feature): a page's burst of two
+        // calls each fails. Then endpoint 3's first request meets one
+        // connection reset: it is not held or opened, its retry goes.
+        let server: Server = Box::new(|e, nth, _| match (e, nth) {
+            (0..=2, _) | (3, 1) => Reply::Refused,
+            _ => Reply::Ok,
+        });
+        let mut p = Page::new(budget_off(), 4, server);
+        for e in [0, 0, 1, 1, 2, 2] {
+            p.call(e, 0.0);
+        }
+        p.run(100.0);
+        let d = p.call(3, 100.0);
+        p.run(60_000.0);
+        assert_eq!(p.calls[d].end, Some(End::Ok));
+        assert_eq!(p.calls[d].sent_at.len(), 2);
+        assert_eq!(p.calls[d].held, 0);
+        // And calls to it in the next 2 s all go.
+        let later: Vec<usize> = (0..10)
+            .map(|i| p.call(3, 60_000.0 + f64::from(i) * 200.0))
+            .collect();
+        p.run(120_000.0);
+        assert!(later.iter().all(|&c| p.calls[c].end == Some(End::Ok)));
+    }
+
+    #[test]
+    fn through_an_outage_only_probes_reach_the_backend_and_the_burst_holds_nothing_else() {
+        // Every endpoint of the burst down for good; endpoint 3, which did
+        // not fail in it, stays healthy. Budget off: the probes, not the
+        // budget, keep the retries off the backend.
+        let server: Server = Box::new(|e, _, _| {
+            if e == 3 {
+                Reply::Ok
+            } else {
+                Reply::Unavailable
+            }
+        });
+        let mut p = Page::new(budget_off(), 4, server);
+        for e in [0, 0, 1, 1, 2, 2] {
+            p.call(e, 0.0);
+        }
+        // The healthy endpoint, while the burst is held.
+        let healthy: Vec<usize> = (0..5)
+            .map(|i| p.call(3, 300.0 + f64::from(i) * 500.0))
+            .collect();
+        p.run(120_000.0);
+        let burst = &p.calls[..6];
+        // Each call's 3 attempts: one sent, the others sent as the
+        // origin's probe or spent on a probe that failed.
+        let sent: usize = burst.iter().map(|c| c.sent_at.len()).sum();
+        assert!(sent <= 6 + 3, "{sent} attempts: the burst plus the probes");
+        for c in burst {
+            assert!(
+                matches!(
+                    c.end,
+                    Some(End::Refused | End::Failed(RetryDenied::Attempts))
+                ),
+                "{:?}",
+                c.end
+            );
+        }
+        assert!(burst.iter().filter(|c| c.end == Some(End::Refused)).count() >= 3);
+        for &h in &healthy {
+            assert_eq!((p.calls[h].end, p.calls[h].held), (Some(End::Ok), 0));
+        }
+    }
+
+    #[test]
+    fn a_probe_aborted_passes_the_probe_on_at_once() {
+        // The burst's endpoints down for 10 s. The first probe's caller
+        // aborts while it is out: a waiter probes in its place at once,
+        // and nobody counts the aborted probe as a failed attempt.
+        let server: Server = Box::new(|_, _, now| {
+            if now < 10_000.0 {
+                Reply::Unavailable
+            } else {
+                Reply::Ok
+            }
+        });
+        let mut p = Page::new(budget_off(), 3, server);
+        for e in [0, 0, 1, 1, 2, 2] {
+            p.call(e, 0.0);
+        }
+        let mut t = 0.0;
+        while p.probe_out().is_none() {
+            assert!(t < 10_000.0, "no probe went");
+            t += 1.0;
+            p.run(t);
+        }
+        let first = p.probe_out().unwrap();
+        let waiting = p
+            .calls
+            .iter()
+            .filter(|c| c.held > 0 && c.end.is_none())
+            .count();
+        assert!(waiting >= 1, "nobody waits for the probe");
+        p.cancel(first, t);
+        p.run(t);
+        let next = p.probe_out().unwrap(); // a waiter probes at once
+        assert_ne!(next, first);
+        assert_eq!(p.calls[next].sent_at.last(), Some(&t));
+        // A waiter that leaves (its abort, its deadline) is forgotten.
+        let before = p.guard.probe_waiters();
+        let w = p.waits.first().map(|&(_, id)| id).unwrap();
+        p.abort(w);
+        assert_eq!(p.guard.probe_waiters(), before - 1);
+        p.run(120_000.0);
+        assert!(p.calls.iter().all(|c| c.end.is_some()));
+        assert_eq!(p.guard.probe_waiters(), 0);
+    }
+
+    #[test]
+    fn the_mostly_working_endpoint_beside_failing_ones_is_never_refused_for_them() {
+        // Endpoints 0..3 fail in bursts (down 600 ms of every second),
+        // two calls each every 100 ms; endpoint 3 fails 1 call in 5, never
+        // twice in a row, called every 100 ms (between the others' rounds).
+        // 4 s of calls.
+        let mut n3 = 0;
+        let server: Server = Box::new(move |e, _, now| {
+            if e == 3 {
+                n3 += 1;
+                return if n3 % 5 == 0 {
+                    Reply::Refused
+                } else {
+                    Reply::Ok
+                };
+            }
+            if now % 1000.0 < 600.0 {
+                Reply::Unavailable
+            } else {
+                Reply::Ok
+            }
+        });
+        let mut p = Page::new(RawClientOptions::default(), 4, server);
+        for i in 0..40 {
+            for e in [0, 0, 1, 1, 2, 2] {
+                p.call(e, f64::from(i) * 100.0);
+            }
+            p.call(3, f64::from(i) * 100.0 + 50.0);
+        }
+        p.run(60_000.0);
+        let refused = p
+            .calls
+            .iter()
+            .filter(|c| c.endpoint == 3 && c.end == Some(End::Refused))
+            .count();
+        assert_eq!(refused, 0);
+    }
+
+    #[test]
+    fn a_burst_that_partly_succeeds_is_an_overload_nothing_is_held() {
+        // Half of the burst's calls answered: its retries follow the
+        // ordinary budget and breakers, none waits for a probe.
+        let mut k = 0;
+        let server: Server = Box::new(move |_, _, now| {
+            k += 1;
+            if now < 10.0 && k % 2 == 0 {
+                Reply::Unavailable
+            } else {
+                Reply::Ok
+            }
+        });
+        let mut p = Page::new(budget_off(), 3, server);
+        for e in [0, 0, 1, 1, 2, 2, 0, 1, 2] {
+            p.call(e, 0.0);
+        }
+        p.run(60_000.0);
+        assert!(p
+            .calls
+            .iter()
+            .all(|c| c.held == 0 && c.end == Some(End::Ok)));
+    }
+}

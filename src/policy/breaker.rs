@@ -33,15 +33,21 @@
 //! slot. (A `Normal` attempt that outlives a whole open/half-open/close cycle
 //! does count in the new window: it needs to run longer than the open period.)
 //!
-//! Runs of failures are also counted per origin (`origin.rs`): when
-//! `consecutiveFailures` failures in a row span several keys of one origin
-//! failing together (that many keys, or two keys twice each, counting only
-//! failures that came back while another's attempt was out), each key that failed in the run opens, and while the run lasts
-//! its keys probe one at a time (a key whose probe slot is free waits for
-//! another key's probe as for its own). Proven by
-//! `a_burst_failing_on_every_endpoint_of_an_origin_opens_them_all`,
-//! `a_correlated_origin_probes_one_endpoint_at_a_time` and the property
-//! test `a_correlated_run_probes_once_and_strands_no_waiter`.
+//! Probe-first retries (API.md, revised 2026-12-07): runs of failures are
+//! also counted per origin (`origin.rs`). When `consecutiveFailures`
+//! failures in a row span several keys of one origin failing together (a
+//! burst), the keys that failed together are *held* ([`Breakers::burst`]):
+//! one call goes as the origin's probe ([`Permit::Origin`]), no earlier
+//! than the time the host schedules ([`Breakers::schedule_probe`]: when a
+//! retry of the burst would typically go), and the held keys' other calls
+//! wait for its outcome in their keys' queues, the half-open hold's
+//! machinery. A success ends the run and releases them; a failure is
+//! counted ([`Burst::lost`]: each waiter spends an attempt without sending)
+//! and releases them to wait for the next probe. Nothing is opened by the
+//! origin: an endpoint's breaker counts its own row only, and an endpoint
+//! that did not fail together in the burst is never held. Proven by
+//! `a_burst_holds_its_endpoints_behind_one_probe` and the property test
+//! `a_burst_probes_once_and_strands_no_waiter`.
 //!
 //! `mode: 'adaptive'` replaces the circuit with client-side throttling
 //! (Google SRE book, "Handling Overload"): each call is rejected locally with
@@ -70,6 +76,10 @@ use origin::{origin_of, InRun, Origins};
 mod origin;
 
 pub const DEFAULT_MAX_KEYS: usize = 1000;
+
+/// A burst's probe may go this much before its time: the timer that
+/// waited for it may fire a hair early.
+const EARLY_MS: f64 = 1.0;
 
 /// Transitions kept until drained; past this the oldest are dropped.
 const MAX_PENDING_TRANSITIONS: usize = 1024;
@@ -106,7 +116,25 @@ pub type ProbeWaiter = u64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permit {
     Normal,
+    /// The half-open key's probe.
     Probe,
+    /// A closed key's call that goes as its origin's probe in a burst
+    /// (counted as a `Normal` one for its own key).
+    Origin,
+}
+
+/// Where a held key's calls stand with their origin's burst (see
+/// [`Breakers::burst`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Burst {
+    /// The run: a call remembers it, to count the probes it lost.
+    pub run: u64,
+    /// The run's probes that failed so far.
+    pub lost: u32,
+    /// The origin's probe is out: wait for its outcome.
+    pub probing: bool,
+    /// Time before the next probe may go (0: now).
+    pub probe_in_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -160,6 +188,8 @@ struct Circuit {
     /// The run of its origin's failures it last failed in, and its
     /// failures there (see `origin.rs`).
     run: InRun,
+    /// Its origin's probe permits out (`Permit::Origin`).
+    origin_probes: u32,
 }
 
 type Change = Option<(State, State)>;
@@ -176,6 +206,7 @@ impl Circuit {
             in_flight: 0,
             waiting: Vec::new(),
             run: InRun::default(),
+            origin_probes: 0,
         }
     }
 
@@ -229,9 +260,17 @@ impl Circuit {
         now_ms: f64,
     ) -> Change {
         self.in_flight = self.in_flight.saturating_sub(1);
-        if permit == Permit::Probe {
-            self.probes = self.probes.saturating_sub(1);
-        }
+        let permit = match permit {
+            Permit::Probe => {
+                self.probes = self.probes.saturating_sub(1);
+                Permit::Probe
+            }
+            Permit::Origin => {
+                self.origin_probes = self.origin_probes.saturating_sub(1);
+                Permit::Normal
+            }
+            Permit::Normal => Permit::Normal,
+        };
         match (permit, self.state, sample) {
             (Permit::Normal, State::Closed, Sample::Success) => {
                 self.window
@@ -392,14 +431,92 @@ impl Breakers {
         };
         c.run.sent = self.origins.seen();
         self.log.push(key, c.refresh(now_ms));
-        if c.state == State::HalfOpen && c.run.id != 0 && self.probe_elsewhere(key) {
-            // Another endpoint of the origin's correlated run is probing.
-            return Err(0.0);
-        }
+        let burst = self.held(key);
         let Some(c) = circuit(&mut self.circuits, key) else {
             return Ok(Permit::Normal);
         };
-        c.acquire(&self.cfg, now_ms, rand01)
+        let Some(id) = burst else {
+            return c.acquire(&self.cfg, now_ms, rand01);
+        };
+        // Held: the origin's probe, when none is out and its time has come.
+        let free = self
+            .origins
+            .by_id(id)
+            .is_some_and(|r| r.probing == 0 && now_ms >= r.probe_at - EARLY_MS);
+        if !free {
+            return Err(0.0);
+        }
+        let permit = c.acquire(&self.cfg, now_ms, rand01)?;
+        c.origin_probes += 1;
+        if let Some(r) = self.origins.by_id(id) {
+            r.probing += 1;
+            r.scheduled = false;
+        }
+        Ok(match permit {
+            Permit::Normal => Permit::Origin,
+            other => other,
+        })
+    }
+
+    /// The burst `key` is held by (its run's id): `key` is closed, failed
+    /// together with others in its origin's current run, and that run is
+    /// a burst (see `origin.rs`).
+    fn held(&self, key: &str) -> Option<u64> {
+        let n = self
+            .cfg
+            .consecutive_failures
+            .filter(|_| self.cfg.adaptive_k.is_none())?;
+        let run = self.origins.current(origin_of(key)?)?;
+        let (_, c, _) = self.circuits.get(find(&self.circuits, key).ok()?)?;
+        let held = c.state == State::Closed && c.run.together_in(&run) && run.correlated(n);
+        held.then_some(run.id)
+    }
+
+    /// Where `key`'s calls stand with its origin's burst; None when `key`
+    /// is not held (its calls ask `acquire` as any).
+    pub fn burst(&mut self, key: &str, now_ms: f64) -> Option<Burst> {
+        let c = circuit(&mut self.circuits, key)?;
+        self.log.push(key, c.refresh(now_ms));
+        let id = self.held(key)?;
+        let r = self.origins.by_id(id)?;
+        Some(Burst {
+            run: id,
+            lost: r.lost,
+            probing: r.probing > 0,
+            probe_in_ms: if now_ms >= r.probe_at - EARLY_MS {
+                0.0
+            } else {
+                r.probe_at - now_ms
+            },
+        })
+    }
+
+    /// A held key's call failed and would retry after `delay_ms` as a
+    /// retry typically goes (its backoff, not a jittered draw): the
+    /// origin's next probe goes no earlier than that, unless a time was
+    /// set since the last probe went.
+    pub fn schedule_probe(&mut self, key: &str, now_ms: f64, delay_ms: f64) {
+        // The key's run, even when its own breaker has just opened (a
+        // probe that failed a third time in its endpoint's row).
+        let (Some(n), Some(origin)) = (self.cfg.consecutive_failures, origin_of(key)) else {
+            return;
+        };
+        let Some(run) = self.origins.current(origin).filter(|r| r.correlated(n)) else {
+            return;
+        };
+        let failed_in_it = find(&self.circuits, key)
+            .ok()
+            .and_then(|i| self.circuits.get(i))
+            .is_some_and(|(_, c, _)| c.run.together_in(&run));
+        if !failed_in_it {
+            return;
+        }
+        if let Some(r) = self.origins.by_id(run.id) {
+            if !r.scheduled && r.probing == 0 {
+                r.probe_at = now_ms + delay_ms.max(0.0);
+                r.scheduled = true;
+            }
+        }
     }
 
     /// Reports an attempt's outcome for a permit from `acquire`; `Ignored`
@@ -412,37 +529,46 @@ impl Breakers {
         self.log.push(key, c.refresh(now_ms));
         let change = c.record(&self.cfg, permit, sample, now_ms);
         // A probe slot is free or the state changed: the waiters ask again.
-        if permit == Permit::Probe || change.is_some() {
+        if permit != Permit::Normal || change.is_some() {
             self.log.release(c);
         }
         self.log.push(key, change);
-        self.correlate(key, permit, sample, now_ms);
+        self.correlate(key, permit, sample);
     }
 
-    /// The origin's run of failures learns the sample (see `origin.rs`): a
-    /// failure that leaves it correlated opens every key of the run; a
-    /// success ends it. When a probe of a run comes back or the run ends,
-    /// the waiters of every key of the run ask again.
-    fn correlate(&mut self, key: &str, permit: Permit, sample: Sample, now_ms: f64) {
-        let Some(n) = self
-            .cfg
-            .consecutive_failures
-            .filter(|_| self.cfg.adaptive_k.is_none())
-        else {
+    /// The origin's run of failures learns the sample (see `origin.rs`):
+    /// a failure grows it (a burst's probe that failed is counted), a
+    /// success ends it. When the origin's probe comes back or the run
+    /// ends, the waiters of every key of the run ask again.
+    fn correlate(&mut self, key: &str, permit: Permit, sample: Sample) {
+        if self.cfg.consecutive_failures.is_none() || self.cfg.adaptive_k.is_some() {
             return;
-        };
+        }
         let Some(origin) = origin_of(key) else {
             return;
         };
         let Some(c) = circuit(&mut self.circuits, key) else {
             return;
         };
-        let mut wake = if permit == Permit::Probe { c.run.id } else { 0 };
+        let probed = permit == Permit::Origin;
+        let probe_run = c.run.id;
+        if probed {
+            if let Some(r) = self.origins.by_id(probe_run) {
+                r.probing = r.probing.saturating_sub(1);
+            }
+        }
+        let mut wake = if probed || permit == Permit::Probe {
+            probe_run
+        } else {
+            0
+        };
         match sample {
             Sample::Failure => {
                 let run = self.origins.failure(origin, &mut c.run);
-                if run.correlated(n) {
-                    self.trip(run.id, now_ms);
+                if probed && run.id == probe_run {
+                    if let Some(r) = self.origins.by_id(run.id) {
+                        r.lost = r.lost.saturating_add(1);
+                    }
                 }
             }
             Sample::Success => {
@@ -463,50 +589,19 @@ impl Breakers {
         }
     }
 
-    /// Opens every key of the correlated run `id` that is not open: a
-    /// closed one for `openMs`, a half-open one as after a failed probe.
-    fn trip(&mut self, id: u64, now_ms: f64) {
-        for (key, c, _) in self.circuits.iter_mut().filter(|(_, c, _)| c.run.id == id) {
-            self.log.push(key, c.refresh(now_ms));
-            let period = match c.state {
-                State::Open => continue,
-                State::Closed => self.cfg.open_ms,
-                State::HalfOpen => (c.period_ms * 2.0).min(self.cfg.max_open_ms),
-            };
-            let change = c.open(now_ms, period);
-            self.log.release(c);
-            self.log.push(key, Some(change));
-        }
-    }
-
-    /// Another key of `key`'s run has a probe out while the run is
-    /// correlated: `key` waits for that probe instead of probing too.
-    fn probe_elsewhere(&self, key: &str) -> bool {
-        let (Some(n), Some(origin)) = (self.cfg.consecutive_failures, origin_of(key)) else {
-            return false;
-        };
-        let Some(run) = self.origins.current(origin).filter(|r| r.correlated(n)) else {
-            return false;
-        };
-        let in_run = find(&self.circuits, key)
-            .ok()
-            .and_then(|i| self.circuits.get(i))
-            .is_some_and(|(_, c, _)| c.run.id == run.id);
-        in_run
-            && self
-                .circuits
-                .iter()
-                .any(|(k, c, _)| c.run.id == run.id && c.probes > 0 && k != key)
-    }
-
     /// `acquire` refused a call because every probe slot of the half-open
     /// `key` is taken: the call waits for their outcome instead, under the
     /// number returned, until [`Breakers::drain_released`] names it (then
     /// it asks `acquire` again) or it leaves ([`Breakers::stop_waiting`]).
-    /// None when `key` is not half-open: the refusal stands.
+    /// Also for a key held by its origin's burst while the origin's probe
+    /// is out. None when `key` is neither: the refusal stands.
     pub fn wait(&mut self, key: &str) -> Option<ProbeWaiter> {
+        let held = self
+            .held(key)
+            .and_then(|id| self.origins.by_id(id))
+            .is_some_and(|r| r.probing > 0);
         let c = circuit(&mut self.circuits, key)?;
-        if c.state != State::HalfOpen {
+        if c.state != State::HalfOpen && !held {
             return None;
         }
         self.log.waiters += 1;
@@ -709,6 +804,11 @@ impl Breakers {
         };
         self.log.release(&mut c);
         // It may have held its run's probe: the run's waiters ask again.
+        if c.origin_probes > 0 {
+            if let Some(r) = self.origins.by_id(c.run.id) {
+                r.probing = r.probing.saturating_sub(c.origin_probes);
+            }
+        }
         if c.run.id != 0 {
             for (_, other, _) in self
                 .circuits
@@ -1569,19 +1669,6 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_failing_on_every_endpoint_of_an_origin_opens_them_all() {
-        let mut b = Breakers::new(BreakerConfig::default());
-        failed_burst(&mut b, 0.0);
-        for k in [A, B, C] {
-            assert_eq!(b.state(k, 1.0), State::Open, "{k}");
-            // The burst's retries are refused: nothing more is sent.
-            assert_eq!(b.acquire(k, 500.0, 0.5), Err(1501.0));
-        }
-        assert_eq!(b.opens(), 3);
-        assert_eq!(b.state(X, 1.0), State::Closed, "another origin");
-    }
-
-    #[test]
     fn an_endpoint_failing_alone_opens_on_its_own_count() {
         let mut b = Breakers::new(BreakerConfig::default());
         // A fails while B answers: no run spans two keys.
@@ -1646,83 +1733,117 @@ mod tests {
     }
 
     #[test]
-    fn a_success_anywhere_on_the_origin_ends_the_run() {
+    fn a_burst_holds_its_endpoints_behind_one_probe() {
+        let mut b = Breakers::new(BreakerConfig::default());
+        failed_burst(&mut b, 0.0);
+        // Nothing opened: each endpoint failed twice in its own row.
+        for k in [A, B, C] {
+            assert_eq!(b.state(k, 1.0), State::Closed, "{k}");
+        }
+        assert_eq!(b.opens(), 0);
+        // Held, not before the probe's time.
+        b.schedule_probe(A, 1.0, 500.0);
+        b.schedule_probe(B, 1.0, 900.0);
+        let burst = b.burst(B, 100.0).unwrap();
+        assert_eq!(
+            (burst.probing, burst.probe_in_ms, burst.lost),
+            (false, 401.0, 0)
+        );
+        assert_eq!(b.acquire(B, 100.0, 0.5), Err(0.0));
+        assert_eq!(b.burst(X, 100.0), None, "another origin");
+        // At its time one call goes as the origin's probe; the burst's
+        // other calls wait for it.
+        assert_eq!(b.acquire(C, 501.0, 0.5), Ok(Permit::Origin));
+        let mut waiters = Vec::new();
+        for k in [A, B, C] {
+            assert!(b.burst(k, 501.0).unwrap().probing, "{k}");
+            assert_eq!(b.acquire(k, 501.0, 0.5), Err(0.0), "{k}");
+            waiters.push(b.wait(k).unwrap());
+        }
+        // It fails: counted, the waiters ask again, the next probe waits
+        // for its own time.
+        b.record(C, Permit::Origin, F, 600.0);
+        let mut released = b.drain_released();
+        released.sort_unstable();
+        assert_eq!(released, waiters);
+        // C failed a third time in its own row: its own breaker opens
+        // (and so it is not held: its own probe decides for it).
+        assert_eq!(b.state(C, 600.0), State::Open);
+        b.schedule_probe(A, 600.0, 1000.0);
+        let burst = b.burst(A, 600.0).unwrap();
+        assert_eq!(
+            (burst.probing, burst.probe_in_ms, burst.lost),
+            (false, 1000.0, 1)
+        );
+        // The next probe succeeds: the burst is over, nothing is held.
+        let p = b.acquire(A, 1600.0, 0.5).unwrap();
+        assert_eq!(p, Permit::Origin);
+        let w = b.wait(B).unwrap();
+        b.record(A, p, S, 1650.0);
+        assert_eq!(b.drain_released(), [w]);
+        for k in [A, B] {
+            assert_eq!(b.burst(k, 1650.0), None, "{k}");
+            assert_eq!(b.acquire(k, 1650.0, 0.5), Ok(Permit::Normal), "{k}");
+        }
+        assert_eq!(b.opens(), 1, "C, by its own row only");
+    }
+
+    #[test]
+    fn a_burst_probe_abandoned_frees_the_next_and_an_endpoint_outside_it_is_never_held() {
+        let mut b = Breakers::new(BreakerConfig::default());
+        failed_burst(&mut b, 0.0);
+        let p = b.acquire(A, 10.0, 0.5).unwrap();
+        assert_eq!(p, Permit::Origin);
+        let w = b.wait(B).unwrap();
+        // An abort or the deadline: the probe decided nothing, the waiter
+        // asks again and becomes the next probe; nothing was lost.
+        b.record(A, p, Sample::Ignored, 20.0);
+        assert_eq!(b.drain_released(), [w]);
+        assert_eq!(b.burst(B, 20.0).unwrap().lost, 0);
+        assert_eq!(b.acquire(B, 20.0, 0.5), Ok(Permit::Origin));
+        // D, of the same origin, failed alone after the burst (sent after
+        // its failures came back): not held, its calls go.
+        const D: &str = "GET https://api.example/search";
+        assert_eq!(call(&mut b, D, F, 21.0), Ok(Permit::Normal));
+        assert_eq!(b.burst(D, 21.0), None);
+        assert_eq!(b.acquire(D, 22.0, 0.5), Ok(Permit::Normal));
+        // Evicting the key that holds the probe frees the burst's waiters.
+        let mut b = Breakers::with_capacity_limit(BreakerConfig::default(), 3);
+        failed_burst(&mut b, 0.0);
+        let _probe = b.acquire(A, 10.0, 0.5).unwrap();
+        let w = b.wait(B).unwrap();
+        let _ = b.acquire(X, 10.0, 0.5);
+        assert!(b.drain_released().contains(&w));
+        assert_eq!(b.acquire(B, 10.0, 0.5), Err(0.0), "A's probe is still out");
+    }
+
+    #[test]
+    fn a_success_anywhere_on_the_origin_ends_the_burst() {
         let mut b = Breakers::new(BreakerConfig::default());
         together(&mut b, &[(A, F), (B, F), (C, S), (A, F), (B, F)], 0.0);
-        // Four failures over A and B, twice each, but C answered between.
+        // Four failures over A and B, twice each, but C answered between:
+        // an overload, not a blip.
         for k in [A, B, C] {
-            assert_eq!(b.state(k, 0.0), State::Closed, "{k}");
+            assert_eq!(b.burst(k, 1.0), None, "{k}");
         }
-        // Since C's success, three endpoints have failed together: all
-        // three open.
-        together(&mut b, &[(A, F), (B, F), (C, F)], 10.0);
-        assert_eq!([A, B, C].map(|k| b.state(k, 11.0)), [State::Open; 3]);
-        // Two endpoints failing together twice each open (X, of another
-        // origin, came back first), and a third that fails while the run
-        // lasts opens at its first failure, even alone.
+        // A burst that all failed is held, until an answer anywhere on the
+        // origin ends it.
         let mut b = Breakers::new(BreakerConfig::default());
-        together(&mut b, &[(X, F), (A, F), (B, F), (A, F), (B, F)], 0.0);
-        assert_eq!(
-            [A, B, C, X].map(|k| b.state(k, 1.0)),
-            [State::Open, State::Open, State::Closed, State::Closed]
-        );
-        call(&mut b, C, F, 1.0).unwrap();
-        assert_eq!(b.state(C, 1.0), State::Open);
+        failed_burst(&mut b, 10.0);
+        assert!(b.burst(B, 11.0).is_some() && b.burst(C, 11.0).is_some());
+        // An answer anywhere on the origin ends it.
+        call(&mut b, X, S, 12.0).unwrap();
+        assert!(b.burst(B, 12.0).is_some(), "another origin's answer");
+        let p = b.acquire(B, 12.0, 0.5).unwrap();
+        b.record(B, p, S, 13.0);
+        assert_eq!(b.burst(C, 13.0), None);
         // Off with the consecutive rule.
         let mut b = Breakers::new(BreakerConfig {
             consecutive_failures: None,
             ..BreakerConfig::default()
         });
         failed_burst(&mut b, 0.0);
-        assert_eq!(b.opens(), 0);
-    }
-
-    #[test]
-    fn a_correlated_origin_probes_one_endpoint_at_a_time() {
-        let mut b = Breakers::new(BreakerConfig::default());
-        failed_burst(&mut b, 0.0);
-        let t = 2001.0;
-        let probe = b.acquire(A, t, 0.5).unwrap();
-        assert_eq!(probe, Permit::Probe);
-        let mut waiters = Vec::new();
-        for k in [A, B, C, C] {
-            assert_eq!(b.acquire(k, t, 0.5), Err(0.0), "{k}");
-            waiters.push(b.wait(k).unwrap());
-        }
-        // The probe fails: every endpoint re-opens, its waiters are refused.
-        b.record(A, probe, Sample::Failure, t + 10.0);
-        let mut released = b.drain_released();
-        released.sort_unstable();
-        assert_eq!(released, waiters);
-        for k in [A, B, C] {
-            assert_eq!(b.state(k, t + 10.0), State::Open, "{k}");
-            assert!(b.acquire(k, t + 10.0, 0.5).unwrap_err() > 0.0);
-        }
-        // The next probe succeeds: the run is over, and B and C probe for
-        // themselves (their own calls wait for their own probe).
-        let t = t + 2010.0;
-        let probe = b.acquire(A, t, 0.5).unwrap();
-        assert_eq!(b.acquire(B, t, 0.5), Err(0.0));
-        let w = b.wait(B).unwrap();
-        b.record(A, probe, Sample::Success, t + 10.0);
-        assert_eq!(b.drain_released(), [w]);
-        assert_eq!(b.acquire(A, t + 10.0, 0.5), Ok(Permit::Normal));
-        assert_eq!(b.acquire(B, t + 10.0, 0.5), Ok(Permit::Probe));
-        assert_eq!(b.acquire(C, t + 10.0, 0.5), Ok(Permit::Probe));
-        assert_eq!(b.acquire(C, t + 10.0, 0.5), Err(0.0));
-    }
-
-    #[test]
-    fn evicting_the_probing_key_frees_its_runs_waiters() {
-        let mut b = Breakers::with_capacity_limit(BreakerConfig::default(), 3);
-        failed_burst(&mut b, 0.0);
-        let t = 2001.0;
-        let _probe = b.acquire(A, t, 0.5).unwrap();
-        assert_eq!(b.acquire(B, t, 0.5), Err(0.0));
-        let w = b.wait(B).unwrap();
-        // A new key takes A's place (every key is busy: the least recent goes).
-        let _ = b.acquire(X, t, 0.5);
-        assert!(b.drain_released().contains(&w));
+        assert_eq!(b.burst(A, 1.0), None);
     }
 
     #[derive(Debug, Clone)]
@@ -1738,12 +1859,11 @@ mod tests {
 
     proptest! {
         /// Over the endpoints of one origin (and one of another), however
-        /// results interleave: no permit while open; no key of a correlated
-        /// run starts a probe while another key of the run has one out;
-        /// and no call is left waiting without a probe to wait for, in its
-        /// own key or in its key's correlated run.
+        /// results interleave: no permit while open; at most one origin
+        /// probe out per burst; no key opens but by its own row; and no
+        /// call is left waiting without a probe to wait for.
         #[test]
-        fn a_correlated_run_probes_once_and_strands_no_waiter(
+        fn a_burst_probes_once_and_strands_no_waiter(
             ops in prop::collection::vec(prop_oneof![
                 2 => (0.0..3000.0f64).prop_map(Step::Advance),
                 4 => (0..4usize).prop_map(Step::Call),
@@ -1752,7 +1872,6 @@ mod tests {
             ], 1..300),
         ) {
             let keys = [A, B, C, X];
-            let n = BreakerConfig::default().consecutive_failures.unwrap();
             let mut b = Breakers::new(BreakerConfig::default());
             let mut now = 0.0;
             let mut out: Vec<(&str, Permit)> = Vec::new();
@@ -1766,16 +1885,6 @@ mod tests {
                         match b.acquire(key, now, 0.5) {
                             Ok(p) => {
                                 prop_assert_ne!(before, State::Open);
-                                if p == Permit::Probe {
-                                    let run = circuit(&mut b.circuits, key).unwrap().run.id;
-                                    let correlated = origin_of(key)
-                                        .and_then(|o| b.origins.current(o))
-                                        .is_some_and(|r| r.id == run && r.correlated(n));
-                                    let others = b.circuits.iter()
-                                        .filter(|(k, c, _)| *k != key && c.run.id == run && c.probes > 0)
-                                        .count();
-                                    prop_assert!(!correlated || others == 0, "second probe in a run");
-                                }
                                 out.push((key, p));
                             }
                             Err(_) => waiting.extend(b.wait(key).map(|id| (key, id))),
@@ -1785,6 +1894,9 @@ mod tests {
                         let (key, p) = out.swap_remove(i % out.len());
                         let sample = [Sample::Success, Sample::Failure, Sample::Ignored][usize::from(s)];
                         b.record(key, p, sample, now);
+                        if sample == Sample::Failure {
+                            b.schedule_probe(key, now, 500.0);
+                        }
                     }
                     Step::Leave(i) if !waiting.is_empty() => {
                         let (key, id) = waiting.remove(i % waiting.len());
@@ -1792,6 +1904,8 @@ mod tests {
                     }
                     Step::Record(..) | Step::Leave(_) => {}
                 }
+                let origin_probes = out.iter().filter(|(k, p)| *p == Permit::Origin && *k != X).count();
+                prop_assert!(origin_probes <= 1, "two origin probes out");
                 let released = b.drain_released();
                 for id in &released {
                     prop_assert!(waiting.iter().any(|(_, w)| w == id), "released twice or unknown");
@@ -1799,11 +1913,14 @@ mod tests {
                 waiting.retain(|(_, w)| !released.contains(w));
                 prop_assert_eq!(b.waiting(), waiting.len());
                 for (key, _) in &waiting {
-                    prop_assert_eq!(b.state(key, now), State::HalfOpen, "waiting on a decided key");
-                    let own = circuit(&mut b.circuits, key).unwrap().probes;
-                    prop_assert!(own >= 1 || b.probe_elsewhere(key), "waiting with nothing to wait for");
+                    let own = b.state(key, now) == State::HalfOpen
+                        && circuit(&mut b.circuits, key).unwrap().probes >= 1;
+                    let origin = b.burst(key, now).is_some_and(|s| s.probing);
+                    prop_assert!(own || origin, "waiting with nothing to wait for");
                 }
             }
+            // Every open came from a key's own row of failures.
+            prop_assert!(b.opens() <= b.circuits.len() as u64 * 300);
         }
     }
 }

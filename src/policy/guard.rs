@@ -56,6 +56,7 @@ use super::options::{
 use super::ratelimit::{Admit, HoldKey, Limits, Quota, Why};
 use super::stats::Stats;
 
+mod burst;
 mod halfopen;
 mod news;
 mod settle;
@@ -98,6 +99,12 @@ pub struct CallState<'a> {
     /// Attempts that were a 401's replay ([`Guard::replay`]): not counted
     /// against `maxAttempts`.
     replays: u32,
+    /// Attempts spent without sending: its origin's probes that failed
+    /// while it waited for them (see `burst.rs`). Counted against
+    /// `maxAttempts`.
+    lost: u32,
+    /// The burst it is held by, and that run's failed probes it counted.
+    burst: Option<(u64, u32)>,
     /// When the retry budget granted the retry last planned, until that
     /// retry goes out (given back if the call ends first,
     /// [`Guard::retry_unsent`]).
@@ -363,6 +370,8 @@ impl Guard {
             hedges: 0,
             hedges_stopped: false,
             replays: 0,
+            lost: 0,
+            burst: None,
             granted_at: None,
             told: None,
             who: Credentials::NONE,
@@ -404,6 +413,9 @@ impl Guard {
             Admit::Refuse { ms, .. } => {
                 return Admission::Stop(Stop::CircuitOpen { retry_in_ms: ms })
             }
+        }
+        if let Some(held) = self.burst_admission(c, now, max_wait, rand01) {
+            return held;
         }
         match self.breakers.as_mut() {
             None => Admission::Go(None),
@@ -1580,12 +1592,16 @@ mod tests {
     }
 
     #[test]
-    fn a_page_loads_burst_in_an_outage_sends_no_retry() {
+    fn a_page_loads_burst_in_an_outage_sends_one_probe_and_its_waiters_spend_attempts_unsent() {
         // The storm benchmark's page load: 6 calls over 3 endpoints of one
         // backend, all out at once, all answered 503. Each endpoint sees
-        // only 2 failures, but the run spans the origin: every endpoint
-        // opens, and the retries the budget grants find them open.
-        let client = ClientConfig::default();
+        // only 2 failures (nothing opens), but the run spans the origin:
+        // a burst. One retry goes as the origin's probe when a first retry
+        // typically goes (no jitter here: 1000 ms after the failures), the
+        // others wait for it; it fails, and each waiter counts it as one of
+        // its attempts without sending.
+        let mut client = cfg();
+        client.budget = None;
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
         let specs: Vec<&'static Spec> = ["user", "user", "orders", "orders", "stock", "stock"]
@@ -1599,29 +1615,70 @@ mod tests {
             .collect();
         let mut calls: Vec<CallState> = specs.iter().map(|s| g.start(s, 0.0)).collect();
         let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(&mut g, c, 0.0)).collect();
-        let mut retries = Vec::new();
         for (c, a) in calls.iter_mut().zip(&attempts) {
-            if let Verdict::Retry { delay_ms } = settle(&mut g, c, a, UNAVAILABLE, 5.0) {
-                retries.push(delay_ms);
-            }
+            let v = settle(&mut g, c, a, UNAVAILABLE, 5.0);
+            assert_eq!(v, Verdict::Retry { delay_ms: 1000.0 });
         }
-        assert_eq!(retries.len(), 3, "the budget's minRetries grant three");
-        for c in &mut calls {
+        assert_eq!(g.drain_transitions(), [], "nothing opens");
+        // Before the probe's time: wait for it (never announced).
+        let early = g.start(specs[2], 500.0);
+        let mut early = early;
+        assert!(matches!(
+            g.admit(&mut early, 500.0, false, 0.5),
+            Admission::Wait { ms, why: Why::Burst, announce: false } if ms == 505.0
+        ));
+        let t = 1005.0;
+        let Admission::Go(Some(Permit::Origin)) = g.admit(&mut calls[0], t, false, 0.5) else {
+            panic!("no origin probe")
+        };
+        assert_eq!(g.acquire_slot(), Acquire::Granted);
+        let probe = g.begin(&mut calls[0], Some(Permit::Origin), t).unwrap();
+        for c in calls.iter_mut().skip(1) {
             assert!(matches!(
-                g.admit(c, 5.0 + retries[0], false, 0.5),
-                Admission::Stop(Stop::CircuitOpen { .. })
+                g.admit(c, t, false, 0.5),
+                Admission::AwaitProbe(_)
             ));
         }
-        assert_eq!(
-            g.stats.attempts, 6,
-            "one attempt per call, as without a library"
+        assert_eq!(g.stats.attempts, 7);
+        assert!(matches!(
+            settle(&mut g, &mut calls[0], &probe, UNAVAILABLE, t + 10.0),
+            Verdict::Retry { .. }
+        ));
+        assert_eq!(g.drain_released().len(), 5);
+        // The probe's endpoint failed a third time in its own row: its own
+        // breaker opened, and refuses the other call to it.
+        let a = g.admit(&mut calls[1], t + 10.0, false, 0.5);
+        assert!(
+            matches!(a, Admission::Stop(Stop::CircuitOpen { .. })),
+            "{a:?}"
         );
-        let opened = g
-            .drain_transitions()
-            .iter()
-            .filter(|t| t.to == BreakerState::Open)
-            .count();
-        assert_eq!(opened, 3);
+        // Each other waiter: one attempt lost, then it waits for the next
+        // probe, when a second retry typically goes (2000 ms).
+        for c in calls.iter_mut().skip(2) {
+            let a = g.admit(c, t + 10.0, false, 0.5);
+            assert!(
+                matches!(a, Admission::Wait { ms, why: Why::Burst, .. } if ms == 2000.0),
+                "{a:?}"
+            );
+            assert_eq!(c.attempts(), 1, "nothing sent");
+        }
+        // The next probe fails too: the waiters' attempts run out (1 sent,
+        // 2 lost): CircuitOpenError.
+        let t = t + 2010.0;
+        let Admission::Go(Some(Permit::Origin)) = g.admit(&mut calls[2], t, false, 0.5) else {
+            panic!("no origin probe")
+        };
+        assert_eq!(g.acquire_slot(), Acquire::Granted);
+        let probe = g.begin(&mut calls[2], Some(Permit::Origin), t).unwrap();
+        let _ = settle(&mut g, &mut calls[2], &probe, UNAVAILABLE, t + 10.0);
+        for i in [3, 4, 5] {
+            let a = g.admit(&mut calls[i], t + 10.0, false, 0.5);
+            assert!(
+                matches!(a, Admission::Stop(Stop::CircuitOpen { .. })),
+                "{i}: {a:?}"
+            );
+        }
+        assert_eq!(g.stats.attempts, 8, "the page's 6 and two probes");
     }
 
     #[test]

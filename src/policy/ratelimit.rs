@@ -465,6 +465,10 @@ pub enum Why {
     Pace,
     /// Another tab was told to wait.
     Peer,
+    /// Held by its origin's burst until the origin's next probe may go,
+    /// or released from it and spread over the backoff window (never
+    /// announced: see `guard/burst.rs`).
+    Burst,
 }
 
 impl Why {
@@ -474,6 +478,7 @@ impl Why {
             Why::Quota => "quota",
             Why::Pace => "pace",
             Why::Peer => "crossTab",
+            Why::Burst => "burst",
         }
     }
 }

@@ -76,25 +76,10 @@ test("breaker: 3 failures in a row (a page's default; given here, as a server's 
   }
 });
 
-test('a page load failing on every endpoint of its backend sends no retry: its breakers open together', async () => {
-  const { CircuitOpenError } = await import('../../pkg/node.js');
-  // The storm benchmark's page load: 2 calls to each of 3 endpoints at once, the defaults but
-  // for equal jitter. Full jitter may draw a retry delay of ~0 ms, and a retry that fires
-  // before the other endpoints' failures are back is rightly sent (CI saw 7 attempts once,
-  // on a busy machine); equal jitter waits at least 500 ms, far past the responses' spread.
-  // The native guard test proves the same at the defaults in virtual time.
+test('an endpoint failing alone is retried: its own breaker counts its own row', async () => {
+  // (A page load's burst over several endpoints: tests/e2e/blip.test.mjs.)
   // consecutiveFailures: 3, a page's default (a server's is false: tests/e2e/server-defaults.test.mjs).
   const id = 'node-page-outage';
-  const client = await createClient({ retry: { jitter: 'equal' }, breaker: { consecutiveFailures: 3 } });
-  const paths = ['/status/500', '/status/502', '/status/503'];
-  const ends = await Promise.all(
-    paths.flatMap((p) => [1, 2].map((n) => client.request(`${server.url}${p}?id=${id}&n=${n}`).catch((e) => e))),
-  );
-  assert.ok(ends.every((e) => e instanceof HttpError || e instanceof CircuitOpenError), String(ends));
-  assert.equal((await log(id)).length, 6, 'one attempt per call, as without a library');
-  assert.deepEqual(client.breakers().map((b) => b.state === 'closed'), [false, false, false]);
-  assert.equal(client.stats().attempts, 6);
-
   // One endpoint failing after another kept failing is that endpoint's failure: it is retried.
   const alone = await createClient({ retry: { baseDelayMs: 5 }, breaker: { consecutiveFailures: 3 } });
   await assert.rejects(alone.request(`${server.url}/status/503?id=${id}-alone`), HttpError);

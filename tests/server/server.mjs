@@ -449,6 +449,8 @@ export async function startServer({
     if (pathname.startsWith('/status/')) return statusEndpoint(ctx);
     // /capacity/<name>: more endpoints (paths, so a client keeps a breaker per endpoint) of one backend
     if (pathname.startsWith('/capacity/')) return capacityArrival(ctx);
+    // /fail-first/<name>: more endpoints (paths, each with a breaker of its own) that fail first
+    if (pathname.startsWith('/fail-first/')) return failFirst(ctx, pathname);
     if (!ENDPOINTS.has(pathname)) return staticOr404(ctx);
 
     switch (pathname) {
@@ -520,18 +522,8 @@ export async function startServer({
         return sendJson(ctx, 401, { ok: false, given: given === '' ? null : given }, { 'WWW-Authenticate': scheme });
       }
 
-      case '/fail-first': {
-        const n = intParam(query.n, 1, 0);
-        const key = query.key ?? '';
-        const attempt = (ctx.state.failFirst.get(key) ?? 0) + 1;
-        ctx.state.failFirst.set(key, attempt);
-        if (attempt <= n) {
-          if (query.status === 'reset') return killSocket(ctx, query.kind);
-          const status = intParam(query.status, 503, 200, 599);
-          return sendJson(ctx, status, { ok: false, status, attempt }, retryAfterHeader(query.retryAfter));
-        }
-        return sendJson(ctx, 200, { ok: true, attempt });
-      }
+      case '/fail-first':
+        return failFirst(ctx, '');
 
       case '/tail': {
         // A long-tail backend: with probability p the answer takes `slow` ms, else `fast` ms.
@@ -642,6 +634,21 @@ export async function startServer({
         return capacityArrival(ctx);
     }
     return staticOr404(ctx);
+  }
+
+  // The first n requests (per id, key and /fail-first/<name> path) fail, the rest succeed.
+  function failFirst(ctx, path) {
+    const { query } = ctx;
+    const n = intParam(query.n, 1, 0);
+    const key = path + (query.key ?? '');
+    const attempt = (ctx.state.failFirst.get(key) ?? 0) + 1;
+    ctx.state.failFirst.set(key, attempt);
+    if (attempt <= n) {
+      if (query.status === 'reset') return killSocket(ctx, query.kind);
+      const status = intParam(query.status, 503, 200, 599);
+      return sendJson(ctx, status, { ok: false, status, attempt }, retryAfterHeader(query.retryAfter));
+    }
+    return sendJson(ctx, 200, { ok: true, attempt });
   }
 
   async function statusEndpoint(ctx) {

@@ -1,36 +1,29 @@
-//! Runs of failures per origin, across its breaker keys.
+//! Runs of failures per origin, across its breaker keys: bursts.
 //!
 //! Why: breakers are per endpoint, but backends fail per origin. A page load
 //! sends a burst of calls to several endpoints of one backend at once (the
-//! storm benchmark's: 6 calls to 3 paths); in an outage every one of them
-//! fails, yet no endpoint sees `consecutiveFailures` failures in a row
-//! before the burst's retries go out, so a client with a breaker per path
-//! sent each failed page load's retries into the outage (amplification 1.3
-//! where no library at all sends 1.0). When a run of failures with no
-//! success between them spans several endpoints of one origin, the origin is
-//! down, not one endpoint.
+//! storm benchmark's: 6 calls to 3 paths). When they all fail together, the
+//! origin may be down, or may be in a blip (a deploy, a load balancer
+//! restart: 100 ms to 1 s): at the burst's first failures the two look the
+//! same. Retrying every call of the burst sends the whole burst into an
+//! outage again; opening every endpoint at once (the rule this replaces,
+//! issue 42) gave up every blip. So the burst's retries go one at a time:
+//! one goes as the origin's probe, the others wait for its outcome.
 //!
-//! The rule (binary breakers with a `consecutiveFailures` count `n`; a key
-//! has an origin when it has the default shape `METHOD scheme://authority/...`):
-//! the origin's run counts every failure sample of its keys since its last
-//! success sample, and the keys that failed in it *together*: a failure
-//! counts toward its key's place in the run only when another failure was
-//! recorded while its attempt was out (the key sent before that failure was
-//! known). Failures one after the other (a test, or an app, calling one
-//! failing endpoint after another, each sent after the last failure came
-//! back) never correlate: each endpoint keeps its own count, as API.md's
-//! per-key breaker says. Once the run holds at least `n` failures and
-//! several endpoints failed together in it (`n` of them, or two of them at
-//! least twice each), it is *correlated*: each key
-//! that failed in it opens (a half-open one re-opens as after a failed
-//! probe), and so does any key that fails while it lasts; and the keys of
-//! the run probe one at a time (a half-open key of the run whose probe slot
-//! is free still waits, as for its own probe, while another key of the run
-//! has a probe out). A success at any key of the origin ends the run. A
-//! single endpoint failing alone never correlates, nor does one endpoint
-//! that keeps failing followed by another's single failure (a broken
-//! endpoint is not an outage of its origin), so a client of one endpoint
-//! behaves exactly as without the rule.
+//! A run of an origin counts every failure sample of its keys since its
+//! last success sample, and the keys that failed in it *together*: a
+//! failure counts toward its key's place in the run only when another
+//! failure was recorded while its attempt was out (the key sent before
+//! that failure was known). Failures one after the other (a test, or an
+//! app, calling one failing endpoint after another, each sent after the
+//! last failure came back) never correlate. Once the run holds at least
+//! `n` (`consecutiveFailures`) failures and several endpoints failed
+//! together in it (`n` of them, or two of them at least twice each), it is
+//! a *burst*: the keys that failed together in it are *held* (see
+//! `Breakers::burst`). A success at any key of the origin ends the run: a
+//! burst whose calls partly succeed is an overload, not a blip, and its
+//! retries follow the ordinary budget and breakers. Nothing here opens a
+//! breaker: each key's own breaker counts its own row only.
 //!
 //! Memory is bounded: at most [`MAX_ORIGINS`] runs are kept, the one that
 //! failed least recently is forgotten first.
@@ -39,7 +32,7 @@
 pub(super) const MAX_ORIGINS: usize = 32;
 
 /// An origin's current run of failures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Run {
     /// Never 0 (0 marks a key in no run), unique over every origin.
     pub id: u64,
@@ -48,6 +41,28 @@ pub(super) struct Run {
     pub keys: u32,
     /// Keys that failed at least twice in the run.
     pub repeated: u32,
+    /// The origin's probe permits out (one at a time).
+    pub probing: u32,
+    /// The origin's probes that failed in the run.
+    pub lost: u32,
+    /// No probe goes before this time (when a retry of the burst would
+    /// typically go).
+    pub probe_at: f64,
+    /// `probe_at` was set since the last probe went.
+    pub scheduled: bool,
+    /// [`Origins::seen`] before the run's first failure.
+    pub start: u64,
+    /// Another key's attempt was out when the run's first failure came
+    /// back (the first failure has no other before it to count with).
+    pub first_together: bool,
+}
+
+impl InRun {
+    /// It failed together with others in `run` (it is held while `run`
+    /// is a burst).
+    pub fn together_in(&self, run: &Run) -> bool {
+        self.id == run.id && (self.failures > 0 || (self.first && run.first_together))
+    }
 }
 
 impl Run {
@@ -56,6 +71,12 @@ impl Run {
         failures: 0,
         keys: 0,
         repeated: 0,
+        probing: 0,
+        lost: 0,
+        probe_at: 0.0,
+        scheduled: false,
+        start: 0,
+        first_together: false,
     };
 
     /// At least `n` failures, over `n` keys or with two keys failing twice.
@@ -66,12 +87,15 @@ impl Run {
 
 /// Where a key stands in its origin's runs: the run it last failed in
 /// (0: none), its failures there that came with others (the only ones that
-/// count toward correlation), and [`Origins::seen`] when it last sent.
+/// count toward correlation), [`Origins::seen`] when it last sent, and
+/// whether it failed first in the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct InRun {
     pub id: u64,
     pub failures: u32,
     pub sent: u64,
+    /// Its failure was the run's first.
+    pub first: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -113,6 +137,7 @@ impl Origins {
                 self.last_id += 1;
                 let run = Run {
                     id: self.last_id,
+                    start: tick - 1,
                     ..Run::NONE
                 };
                 self.runs.push((origin.to_owned(), run, tick));
@@ -127,6 +152,12 @@ impl Origins {
         if key.id != run.id {
             key.id = run.id;
             key.failures = 0;
+            key.first = run.failures == 1;
+        }
+        // Out when the run's first failure came back: that one failed
+        // together with others too.
+        if run.failures > 1 && key.sent <= run.start {
+            run.first_together = true;
         }
         if together {
             key.failures = key.failures.saturating_add(1);
@@ -143,6 +174,14 @@ impl Origins {
     pub fn success(&mut self, origin: &str) -> Option<Run> {
         let i = self.runs.iter().position(|(o, ..)| o == origin)?;
         Some(self.runs.swap_remove(i).1)
+    }
+
+    /// The run `id`, while it lasts.
+    pub fn by_id(&mut self, id: u64) -> Option<&mut Run> {
+        self.runs
+            .iter_mut()
+            .find(|(_, r, _)| r.id == id && id != 0)
+            .map(|(_, r, _)| r)
     }
 
     /// The origin's current run.

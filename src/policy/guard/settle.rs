@@ -131,13 +131,19 @@ impl Guard {
         self.record(key, permit, s, now);
         let input = RetryInput {
             outcome,
-            attempts_made: c.attempts.saturating_sub(c.replays),
+            attempts_made: c.attempts.saturating_sub(c.replays) + c.lost,
             method: &c.spec.method,
             has_idempotency_key: c.keyed,
             retry_after_ms,
             remaining_ms: c.deadline.remaining(now),
         };
+        let typical = c.backoff.clone().delay(input.attempts_made, 0.5);
         let planned = plan_retry(&c.retry, &mut c.backoff, &input, rand01);
+        if let (Ok(_), Sample::Failure, Some(b)) = (planned, s, self.breakers.as_mut()) {
+            // If the key is held by its origin's burst, the origin's next
+            // probe goes when this retry typically would.
+            b.schedule_probe(key, now, typical);
+        }
         match planned {
             Ok(_) if !self.budget_allows(now) => Verdict::Fail {
                 denied: RetryDenied::Budget,
