@@ -66,6 +66,24 @@ export function clientFailed(options, error) {
   return { data: fallback, source, stale: true, ageMs: undefined, error };
 }
 
+/** The errors a client's engine failed to be made with (its load, its options): see schemaOf. */
+const unbuilt = new WeakSet();
+
+/**
+ * `client.schema(url, options)` for the hooks, `client` a Client or a
+ * promise of one: when the client cannot be made (its promise rejects, or a
+ * createClientSync's load or options failed), what clientFailed gives.
+ */
+export function schemaOf(client, url, options) {
+  return Promise.resolve(client).then(
+    (c) => c.schema(url, options).catch((e) => {
+      if (unbuilt.has(e)) return clientFailed(options, e);
+      throw e;
+    }),
+    (e) => clientFailed(options, e),
+  );
+}
+
 export class StormguardError extends Error {
   constructor(message, fields) {
     super(message, fields && 'cause' in fields ? { cause: fields.cause } : undefined);
@@ -665,6 +683,52 @@ function currentFetch() {
   }
 }
 
+/** The event names on() accepts (src/web/client.rs, EVENTS). */
+const EVENTS = ['attempt', 'retry', 'timeout', 'giveUp', 'breaker', 'fallback', 'storage', 'wait'];
+
+/** A client's stats before its engine is in. */
+const idleStats = () => ({
+  requests: 0, attempts: 0, retries: 0, timeouts: 0, failures: 0, breakerOpens: 0, budgetDenied: 0,
+  queueRejected: 0, deduped: 0, fallbacks: 0, inFlight: 0, queued: 0, amplification: 0,
+});
+
+const isSignal = (s) => tag(s) === '[object AbortSignal]';
+
+/**
+ * `fn` when `signal` aborts; gives the function that stops listening. Calls
+ * sharing one signal while they wait for the engine add one listener to it,
+ * not one each (no MaxListenersExceededWarning in Node).
+ */
+const aborters = new WeakMap();
+function onAbort(signal, fn) {
+  let set = aborters.get(signal);
+  if (!set) {
+    set = new Set();
+    aborters.set(signal, set);
+    const all = () => {
+      aborters.delete(signal);
+      for (const f of set) f();
+    };
+    set.all = all;
+    signal.addEventListener('abort', all, { once: true });
+  }
+  set.add(fn);
+  return () => {
+    set.delete(fn);
+    if (set.size === 0 && aborters.get(signal) === set) {
+      aborters.delete(signal);
+      signal.removeEventListener('abort', set.all);
+    }
+  };
+}
+
+/** A call's options with `deadlineMs` (the rest of its deadline) over them, nothing else changed. */
+function withDeadline(options, ms) {
+  if (options === undefined || options === null) return { deadlineMs: ms };
+  if (typeof options !== 'object') return options; // the engine rejects it
+  return Object.create(options, { deadlineMs: { value: ms, enumerable: true, writable: true, configurable: true } });
+}
+
 class Client {
   #c;
   #io; // the client's hooks, auth and header functions (Io), or null
@@ -681,6 +745,13 @@ class Client {
   // hooks ends when this client or one it derives from is closed.
   #parent = null;
   #closing = null;
+  // Before the engine is in (createClientSync, or extend() of such a client): `#build()` gives a
+  // promise of `{ inner, io }`, `#building` the build under way (or failed), `#deadline` the
+  // default deadline of a call waiting for it, `#listeners` what on() registered meanwhile.
+  #build = null;
+  #building = null;
+  #deadline = DEFAULT_DEADLINE_MS;
+  #listeners = [];
 
   constructor(inner, io = null, final = null, original = undefined) {
     this.#c = inner;
@@ -695,12 +766,149 @@ class Client {
   }
 
   /**
+   * A client whose engine is not in yet: `build()` starts (or restarts) it,
+   * giving a promise of `{ inner, io }`; it is started now. Its calls wait
+   * for it within their deadline (`deadline` when they give none) and signal.
+   */
+  static pending(build, deadline, original, parent = null) {
+    const c = new Client(null, null, null, original);
+    c.#build = build;
+    c.#deadline = deadline;
+    c.#parent = parent;
+    c.#whenBuilt().catch(() => {}); // the calls (and `ready`) report a failure
+    return c;
+  }
+
+  /**
+   * Settles when the engine is in (or this client is closed); rejects with
+   * the build's error. A build that failed for the wasm (a download that
+   * failed or stalled) or the host (a Worker that allows no timer at module
+   * scope) is started again by the next caller; one that failed for the
+   * options keeps failing with their OptionsError.
+   */
+  #whenBuilt() {
+    if (this.#c || this.#final) return Promise.resolve();
+    if (!this.#building) {
+      let p;
+      try {
+        p = Promise.resolve(this.#build());
+      } catch (e) {
+        p = Promise.reject(e);
+      }
+      const building = p.then(
+        ({ inner, io }) => this.#adopt(inner, io),
+        (e) => {
+          const again = !(e instanceof OptionsError) || e.option === 'wasm';
+          if (this.#building === building && again) this.#building = null;
+          if (e !== null && typeof e === 'object') unbuilt.add(e);
+          throw e;
+        },
+      );
+      this.#building = building;
+    }
+    return this.#building;
+  }
+
+  /** The engine's client is in: the listeners registered meanwhile are attached to it. */
+  #adopt(inner, io) {
+    this.#build = null;
+    this.#building = null;
+    if (this.#final) {
+      inner.free(); // closed while it loaded
+      return;
+    }
+    this.#c = inner;
+    this.#io = io;
+    for (const l of this.#listeners) if (!l.off) l.id = inner.on(l.event, l.listener);
+    this.#listeners = [];
+  }
+
+  /**
+   * `this[method](a, b)` once the engine is in, within the call's deadline
+   * (the rest of it is what the engine gets) and its signal (`b.signal`, or a
+   * Request input's): the caller's abort rejects with AbortError (fetch():
+   * the signal's reason), the deadline with TimeoutError (phase
+   * 'deadline'), close() with AbortError, a failed load with its
+   * OptionsError('wasm'); schema() resolves with its fallback at the
+   * deadline. Options are checked by the engine once it is in.
+   */
+  async #later(method, a, b) {
+    const asFetch = method === 'fetch';
+    const started = performance.now();
+    let given, signal;
+    try {
+      ({ deadlineMs: given, signal } = b ?? {});
+      if (asFetch && signal == null && tag(a) === '[object Request]') signal = a.signal;
+    } catch {
+      // the engine rejects such options
+    }
+    const valid = Number.isInteger(given) && given > 0 && given <= MAX_TIMER_MS;
+    const ms = valid ? given : this.#deadline;
+    try {
+      await this.#waitBuilt(ms, signal);
+    } catch (e) {
+      if (asFetch && e?.reason === signal?.reason && signal?.aborted && e instanceof AbortError) throw signal.reason;
+      // schema() does not reject for its deadline: its fallback (the cache is the engine's to read).
+      if (method === 'schema' && e instanceof TimeoutError) return clientFailed(b, e);
+      throw toError(e, asFetch);
+    }
+    const left = Math.max(1, Math.ceil(ms - (performance.now() - started)));
+    return this[method](a, valid || given === undefined ? withDeadline(b, left) : b);
+  }
+
+  /** The engine, within `ms` and until `signal` or close() (of this client or one it derives from) aborts. */
+  #waitBuilt(ms, signal) {
+    const built = this.#whenBuilt();
+    const signals = [isSignal(signal) ? signal : undefined, ...this.#closers()].filter(Boolean);
+    return new Promise((resolve, reject) => {
+      let timer;
+      const stops = [];
+      const end = (settle, v) => {
+        clearTimeout(timer);
+        for (const stop of stops) stop();
+        settle(v);
+      };
+      const stopped = () => {
+        const caller = signal !== undefined && signals[0] === signal && signal.aborted;
+        end(reject, caller ? new AbortError('call aborted', { reason: signal.reason }) : closedError());
+      };
+      if (signals.some((s) => s.aborted)) return stopped();
+      for (const s of signals) stops.push(onAbort(s, stopped));
+      timer = setTimeout(() => {
+        end(
+          reject,
+          new TimeoutError('call deadline exceeded: the wasm module had not loaded', { phase: 'deadline', elapsedMs: ms }),
+        );
+      }, ms);
+      built.then(() => end(resolve), (e) => end(reject, e));
+    });
+  }
+
+  /**
    * A derived client (API.md, `extend`): `options` over this client's, the
    * same breakers, budget, slots, holds and cache. Throws OptionsError. A
-   * client derived from a closed one is closed.
+   * client derived from a closed one is closed. Before the engine is in, the
+   * derived client is made when it is: its calls wait for it, and an
+   * OptionsError rejects them.
    */
   extend(options) {
     if (this.#final) return new Client(null, null, this.#final, this.#original);
+    if (!this.#c) {
+      const build = () =>
+        this.#whenBuilt().then(() => {
+          if (this.#final) throw closedError();
+          return this.#derive(options);
+        });
+      return Client.pending(build, loadDeadline(options, this.#deadline), this.#original, this);
+    }
+    const { inner, io } = this.#derive(options);
+    const child = new Client(inner, io, null, this.#original);
+    child.#parent = this;
+    return child;
+  }
+
+  /** The engine's client derived with `options`, and its functions. */
+  #derive(options) {
     this.#depth++;
     try {
       const inner = this.#c.extend(options, undefined);
@@ -712,9 +920,7 @@ class Client {
         throw e;
       }
       if (io) inner.setIo(io);
-      const child = new Client(inner, io, null, this.#original);
-      child.#parent = this;
-      return child;
+      return { inner, io };
     } catch (d) {
       throw toError(d);
     } finally {
@@ -722,7 +928,17 @@ class Client {
     }
   }
 
+  /**
+   * This client once its engine is in (at once for a client made by
+   * createClient); rejects with what its calls would: the OptionsError of a
+   * failed load or of invalid options. A failed load is tried again.
+   */
+  get ready() {
+    return this.#whenBuilt().then(() => this);
+  }
+
   request(url, options) {
+    if (!this.#c && !this.#final) return this.#later('request', url, options);
     return this.#beforeError(this.#call('request', url, options), options);
   }
 
@@ -735,6 +951,7 @@ class Client {
       if (was === 2) return Promise.reject(new TypeError('stormguard: the global fetch leads back to this client'));
       if (was === 1) return passOn(this.#original, input, init);
     }
+    if (!this.#c && !this.#final) return this.#later('fetch', input, init);
     return this.#beforeError(this.#call('fetch', input, init), init, input);
   }
 
@@ -788,6 +1005,7 @@ class Client {
 
   /** request() plus a last-good copy; `result.error` as its class. */
   schema(url, options) {
+    if (!this.#c && !this.#final) return this.#later('schema', url, options);
     // schema()'s engine promise is not classed in wasm: its result carries an error too.
     return this.#call('schema', url, options).then((r) => {
       if (r.error !== undefined) r.error = toError(r.error);
@@ -811,16 +1029,29 @@ class Client {
     }
   }
 
+  /** Before the engine is in: every counter 0 (no call has reached it). */
   stats() {
-    return this.#final ?? this.#c.stats();
+    return this.#final ?? (this.#c ? this.#c.stats() : idleStats());
   }
 
+  /** Before the engine is in: none. */
   breakers() {
-    return this.#final ? [] : this.#c.breakers();
+    return this.#final || !this.#c ? [] : this.#c.breakers();
   }
 
   on(event, listener) {
     if (this.#final) return () => {};
+    if (!this.#c) {
+      // Checked as the engine checks them, and attached when it is in: no event is missed.
+      if (typeof event !== 'string' || !EVENTS.includes(event)) throw invalid('event', 'is not a known event name');
+      if (typeof listener !== 'function') throw invalid('listener', 'must be a function');
+      const l = { event, listener, id: undefined, off: false };
+      this.#listeners.push(l);
+      return () => {
+        l.off = true;
+        if (l.id !== undefined && !this.#final) this.#c.off(l.id);
+      };
+    }
     let id;
     try {
       id = this.#c.on(event, listener);
@@ -834,6 +1065,13 @@ class Client {
 
   close() {
     if (this.#final) return;
+    if (!this.#c) {
+      // Not in yet: the calls waiting for it end as aborted; the engine is freed when it arrives.
+      this.#final = idleStats();
+      this.#listeners = [];
+      this.#closing?.abort();
+      return;
+    }
     this.#c.close();
     this.#final = { ...this.#c.stats(), inFlight: 0, queued: 0 };
     this.#closing?.abort();
@@ -1118,14 +1356,14 @@ const DEFAULT_DEADLINE_MS = 20000;
  * when it is a valid one, else its default (the engine reports an invalid
  * one once the module is in).
  */
-function loadDeadline(options) {
+function loadDeadline(options, otherwise = DEFAULT_DEADLINE_MS) {
   let ms;
   try {
     ms = options?.deadlineMs;
   } catch {
     ms = undefined;
   }
-  return Number.isInteger(ms) && ms > 0 && ms <= 2 ** 31 - 1 ? ms : DEFAULT_DEADLINE_MS;
+  return Number.isInteger(ms) && ms > 0 && ms <= 2 ** 31 - 1 ? ms : otherwise;
 }
 
 /** What a load that has not finished in time is named by in its error. */
@@ -1202,12 +1440,8 @@ export function makeCreateClient(load) {
     }
   }
 
-  return async function createClient(options) {
-    const source = readWasmOption(options);
-    if (!wasm) {
-      checkHost();
-      wasm ??= await wait(source, loadDeadline(options));
-    }
+  /** The engine's client for `options` and its functions, once the module is in; throws OptionsError. */
+  function build(options) {
     let inner;
     try {
       inner = new wasm.Client(options);
@@ -1223,6 +1457,51 @@ export function makeCreateClient(load) {
     }
     inner.setErrorFactory(toError);
     if (io) inner.setIo(io);
-    return new Client(inner, io, null, currentFetch());
-  };
+    return { inner, io };
+  }
+
+  /**
+   * A client at once (API.md, "First load"): never throws. Its calls wait
+   * for the module within their own deadline and signal; a failed load, a
+   * missing host global and invalid options reject them (and `ready`) with
+   * their error, OptionsError for the options and the wasm.
+   */
+  function createClientSync(options) {
+    const original = currentFetch();
+    let source;
+    let bad;
+    try {
+      source = readWasmOption(options);
+    } catch (e) {
+      bad = e;
+    }
+    const ms = loadDeadline(options);
+    if (wasm && !bad) {
+      // The module is in: the client is made now, as createClient makes it.
+      let made;
+      try {
+        made = build(options);
+      } catch (e) {
+        return Client.pending(() => Promise.reject(e), ms, original);
+      }
+      return new Client(made.inner, made.io, null, original);
+    }
+    return Client.pending(
+      async () => {
+        if (bad) throw bad;
+        if (!wasm) {
+          checkHost();
+          wasm ??= await wait(source, ms);
+        }
+        return build(options);
+      },
+      ms,
+      original,
+    );
+  }
+
+  /** The promise API: the client once its engine is in; rejects with the OptionsError (or the host's Error). */
+  const createClient = async (options) => createClientSync(options).ready;
+
+  return { createClient, createClientSync };
 }

@@ -606,9 +606,30 @@ export interface Client {
    * `wasm` cannot be changed here (OptionsError).
    */
   extend(options?: ClientOptions): Client;
+  /**
+   * This client once its engine (the wasm) is in: at once for a client made
+   * by createClient. For a createClientSync client, rejects as its calls
+   * would: OptionsError (`option: 'wasm'`) when the module did not load
+   * (asking again loads again), OptionsError for invalid options.
+   */
+  readonly ready: Promise<Client>;
 }
 
+/** Loads the wasm (once per realm), then makes the client; invalid options and a failed load reject. */
 export function createClient(options?: ClientOptions): Promise<Client>;
+
+/**
+ * A client at once, its engine loading behind it: never throws (README,
+ * "A client at once"). Its calls made before the wasm is in wait for it
+ * within their own deadline and signal (AbortError, TimeoutError phase
+ * 'deadline'); a failed load (or one not finished within the client's
+ * `deadlineMs`) rejects them with OptionsError (`option: 'wasm'`), and the
+ * next call loads again; invalid options reject them with their
+ * OptionsError. Until the engine is in, `stats()` gives zeros,
+ * `breakers()` none, `on()` listeners are kept for it, `extend()` gives a
+ * client made when it arrives, and `close()` aborts the calls waiting.
+ */
+export function createClientSync(options?: ClientOptions): Client;
 
 export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts' | 'hook';
 

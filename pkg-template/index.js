@@ -45,7 +45,7 @@ function besideOrFix() {
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
 const glue = { Client, finish, imports };
 
-export const createClient = makeCreateClient(async (source, signal) => {
+export const { createClient, createClientSync } = makeCreateClient(async (source, signal) => {
   if (source !== undefined) early.cancel();
   await loadWasm(glue, source, async (value) => {
     if (value === undefined) {

@@ -57,7 +57,7 @@ async function readWasm(path, signal) {
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
 const glue = { Client, finish, imports };
 
-export const createClient = makeCreateClient(async (source, signal) => {
+export const { createClient, createClientSync } = makeCreateClient(async (source, signal) => {
   await loadWasm(glue, source, async (value) => {
     if (value === undefined) {
       const where = join(here(), FILE);

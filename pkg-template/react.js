@@ -1,7 +1,7 @@
 // stormguard/react: useSchema, a React 18/19 hook over client.schema().
 // Plain ESM with React as its only import (an optional peer dependency).
 import * as React from 'react';
-import { anySignal, clientFailed, schemaKey } from './core.js';
+import { anySignal, schemaKey, schemaOf } from './core.js';
 
 const IDLE = { data: undefined, source: undefined, stale: false, ageMs: undefined, error: undefined };
 
@@ -53,13 +53,9 @@ export function useSchema(client, url, options) {
     const settle = (next) => {
       if (!controller.signal.aborted) setState({ key: runKey, ...next, loading: false });
     };
-    return Promise.resolve(c)
-      .then(
-        (resolved) => resolved.schema(u, { ...o, signal }),
-        // The client did not load (a wasm the server did not serve, say):
-        // still serve the fallback rather than a skeleton forever.
-        (e) => clientFailed(o, e),
-      )
+    // A client that did not load (a wasm the server did not serve, say) still
+    // serves the fallback rather than a skeleton forever.
+    return schemaOf(c, u, { ...o, signal })
       .then(
         (r) => settle({ data: r.data, source: r.source, stale: r.stale, ageMs: r.ageMs, error: r.error }),
         (e) => settle({ ...IDLE, error: e }),

@@ -1,7 +1,7 @@
 // stormguard/vue: useSchema, a Vue 3 composable over client.schema().
 // Plain ESM with Vue as its only import (an optional peer dependency).
 import { getCurrentScope, onScopeDispose, shallowReadonly, shallowRef, unref, watch } from 'vue';
-import { anySignal, clientFailed, schemaKey } from './core.js';
+import { anySignal, schemaKey, schemaOf } from './core.js';
 
 /** A value, a ref or a getter, read now. */
 const read = (v) => (typeof v === 'function' ? v() : unref(v));
@@ -49,12 +49,8 @@ export function useSchema(client, url, options) {
     controller = mine;
     loading.value = true;
     const { signal, done } = anySignal([mine.signal, o?.signal]);
-    return Promise.resolve(client)
-      .then(
-        (c) => c.schema(String(u), { ...o, signal }),
-        // The client did not load: still serve the fallback.
-        (e) => clientFailed(o, e),
-      )
+    // A client that did not load still serves the fallback.
+    return schemaOf(client, String(u), { ...o, signal })
       .then(
         (r) => {
           if (mine.signal.aborted) return;

@@ -17,7 +17,7 @@ export {
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
 const glue = { Client, finish, imports };
 
-const create = makeCreateClient(async (source, signal) => {
+const { createClient: create } = makeCreateClient(async (source, signal) => {
   await loadWasm(glue, source ?? { kind: 'module', value: wasmModule }, async (value) => {
     const url = new URL(value);
     return { input: await fetchWasm(url, { signal }), where: url.href };
@@ -62,7 +62,13 @@ function deferred(make) {
       real?.close();
     },
     extend: (options) => deferred(() => client().then((c) => c.extend(options))),
+    /** The real client, made now if no call has made it yet (at a request's time: see above). */
+    get ready() {
+      return client();
+    },
   };
 }
 
 export const createClient = (options) => Promise.resolve(deferred(() => create(options)));
+/** The same client without the promise (README, "A client at once"): made for real at its first call. */
+export const createClientSync = (options) => deferred(() => create(options));

@@ -300,7 +300,9 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // one probe at the time a retry typically goes, waiters count a failed probe as an attempt and are
 // spread over their backoff window when it succeeds (replacing the rule that opened every endpoint
 // of a burst): +938 (measured on 96,969), 104,509 as built.
-const SIZE_BUDGET_BYTES = 104_509;
+// A client at once (issue 39 item 1): createClientSync, whose calls wait for the wasm within their
+// deadline and signal, and on(), extend(), close(), stats() before it is in (core.js, JS only): +1,227 (measured on 104,509), 105,736 as built.
+const SIZE_BUDGET_BYTES = 105_736;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

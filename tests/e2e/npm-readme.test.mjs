@@ -174,7 +174,7 @@ test('every error class, error field, event and stat is documented in the shippe
   for (const type of ['Stats', 'StormguardEvent', 'SchemaResult', 'BreakerSnapshot']) {
     for (const f of declared(type) ?? []) if (!named(f)) missing.push(`${type}.${f}`);
   }
-  for (const fn of ['createClient', 'isStormguardError', 'request', 'fetch', 'schema', 'stats', 'breakers', 'on', 'close', 'extend']) {
+  for (const fn of ['createClient', 'createClientSync', 'isStormguardError', 'request', 'fetch', 'schema', 'stats', 'breakers', 'on', 'close', 'extend']) {
     if (fn === 'extend' && !/\bextend\(/.test(types)) continue;
     if (!codeSpans.some((s) => s.startsWith(`${fn}(`) || s.includes(`.${fn}(`)) && !codeBlocks.includes(`.${fn}(`)) missing.push(`${fn}()`);
   }

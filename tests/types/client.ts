@@ -1,6 +1,6 @@
 // The core package's types: what must compile, and (@ts-expect-error) what must not.
 import {
-  createClient, isStormguardError, StormguardError, TimeoutError, AbortError, NetworkError,
+  createClient, createClientSync, isStormguardError, StormguardError, TimeoutError, AbortError, NetworkError,
   HttpError, CircuitOpenError, QueueFullError, ParseError, OptionsError,
 } from 'stormguard';
 import type {
@@ -436,4 +436,19 @@ export async function everyday(): Promise<void> {
   await createClient({ hooks: { afterRequest: () => undefined } });
   const denied: import('stormguard').RetryDenied = 'hook';
   void denied;
+}
+
+// A client at once (issue 39): createClientSync gives a Client, not a promise; `ready` the same client.
+export async function atOnce(): Promise<void> {
+  const api = createClientSync({ baseUrl: 'https://api.example.com/' });
+  expectType<typeof api, Client>(true);
+  const user = await api.request<User>('/users/42');
+  expectType<typeof user, User>(true);
+  expectType<Awaited<typeof api.ready>, Client>(true);
+  const client: Client = await createClient();
+  expectType<typeof client.ready, Promise<Client>>(true);
+  // @ts-expect-error: not a promise
+  await createClientSync().then(() => {});
+  // @ts-expect-error: read-only
+  api.ready = Promise.resolve(api);
 }

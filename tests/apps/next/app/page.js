@@ -4,7 +4,7 @@ import { api, fault } from '../lib/api.js';
 export const dynamic = 'force-dynamic';
 
 export default async function Home() {
-  const client = await api;
+  const client = api;
   const body = await client.request(`${fault()}/fail-first?n=1&id=next-page-${Date.now()}`);
   return (
     <main>

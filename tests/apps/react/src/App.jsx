@@ -8,13 +8,13 @@
 //                pending until "Release" (a router's navigation waiting for its
 //                next page's code), and the view has a "Reload" button (refresh)
 import { Suspense, useState, useTransition } from 'react';
-import { createClient } from 'stormguard';
+import { createClientSync } from 'stormguard';
 import { useSchema } from 'stormguard/react';
 
 const params = new URLSearchParams(location.search);
 
-// One client for the page, created once (useSchema takes the promise as is).
-const client = createClient({
+// One client for the page, at once: its calls wait for the wasm (README, "A client at once").
+const client = createClientSync({
   timeoutMs: 3000,
   retry: { maxAttempts: 2, baseDelayMs: 50 },
   ...(params.has('wasm') && { wasm: params.get('wasm') }),

@@ -3,6 +3,6 @@
 import { api } from '../../lib/api.js';
 
 export default async function About() {
-  const client = await api;
+  const client = api;
   return <p data-testid="about">requests so far: {client.stats().requests}</p>;
 }

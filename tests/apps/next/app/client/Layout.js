@@ -2,10 +2,10 @@
 // A client component: the browser build, with useSchema and a module-scope
 // client (also evaluated on the server when Next prerenders this page).
 import { useEffect, useState } from 'react';
-import { createClient } from 'stormguard';
+import { createClientSync } from 'stormguard';
 import { useSchema } from 'stormguard/react';
 
-const client = createClient({ timeoutMs: 3000, retry: { maxAttempts: 2, baseDelayMs: 20 } });
+const client = createClientSync({ timeoutMs: 3000, retry: { maxAttempts: 2, baseDelayMs: 20 } });
 const FALLBACK = { title: 'Built-in layout' };
 
 export function Layout() {

@@ -5,7 +5,7 @@ export const dynamic = 'force-dynamic';
 
 export async function GET(request) {
   const id = new URL(request.url).searchParams.get('id') ?? 'next-route';
-  const client = await api;
+  const client = api;
   try {
     const body = await client.request(`${fault()}/fail-first?n=1&id=${encodeURIComponent(id)}`);
     return Response.json({ ok: true, body, attempts: client.stats().attempts > 0 });

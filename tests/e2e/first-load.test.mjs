@@ -1,0 +1,288 @@
+// A client usable at once (issue 39 item 1; API.md, "First load", 2026-12-07):
+// createClientSync() gives a client whose calls may be made before the wasm is
+// in; they wait for it within their own deadline and signal, and a failed load
+// rejects them with OptionsError('wasm'). Each case runs in a fresh Node
+// process (the wasm is loaded once per realm), with a `wasm` Response whose
+// body the test releases when it chooses: the calls are made before it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchChromium, root, startServers, watchErrors } from './browser.mjs';
+
+const pkg = join(root, 'pkg');
+const wasmFile = join(pkg, 'stormguard_bg.wasm');
+let servers, app, browser;
+
+before(async () => {
+  servers = await startServers();
+  app = mkdtempSync(join(tmpdir(), 'stormguard-first-load-'));
+  mkdirSync(join(app, 'node_modules'));
+  symlinkSync(pkg, join(app, 'node_modules/stormguard'), 'dir');
+  writeFileSync(join(app, 'package.json'), '{"private": true}\n');
+});
+after(async () => {
+  await browser?.close();
+  await servers?.close();
+  if (app) rmSync(app, { recursive: true, force: true });
+});
+
+/** Runs `code` (after the prelude) in a fresh Node process; resolves with its parsed stdout. */
+function node(code) {
+  const file = join(app, `t${Math.random().toString(36).slice(2)}.mjs`);
+  writeFileSync(file, `${prelude()}\n${code}`);
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [file], { cwd: app, timeout: 30000 }, (err, stdout, stderr) => {
+      rmSync(file, { force: true });
+      if (err) reject(new Error(`${err.message}\n${stdout}\n${stderr}`));
+      else resolve(JSON.parse(stdout));
+    });
+  });
+}
+
+// `slowWasm()`: `{ response, release }`, a wasm Response whose body arrives when `release()` is called.
+// `report(e)`: what the test compares of an error. `tick()`: a few turns of the event loop.
+const prelude = () => `
+import { readFileSync } from 'node:fs';
+import * as sg from 'stormguard';
+const bytes = readFileSync(${JSON.stringify(wasmFile)});
+const slowWasm = () => {
+  let release;
+  const body = new ReadableStream({ start(c) { release = () => { c.enqueue(bytes); c.close(); }; } });
+  return { response: new Response(body, { headers: { 'content-type': 'application/wasm' } }), release: () => release() };
+};
+const report = (e) => ({ name: e?.name, code: e?.code, option: e?.option, phase: e?.phase, message: e?.message });
+const tick = () => new Promise((r) => setTimeout(r, 50));
+const out = (v) => process.stdout.write(JSON.stringify(v));
+const echo = (id) => ${JSON.stringify(servers.fault)} + '/echo?id=' + id;
+`;
+
+test('calls made before the wasm is in wait for it and succeed; stats, breakers and on() before it', async () => {
+  const r = await node(`
+    const { response, release } = slowWasm();
+    const api = sg.createClientSync({ wasm: response });
+    const events = [];
+    api.on('attempt', (e) => events.push(e.type));
+    const off = api.on('retry', () => events.push('never'));
+    off();
+    const stats = api.stats();
+    const breakers = api.breakers();
+    let settled = 0;
+    const calls = [api.request(echo('fl-a')), api.fetch(echo('fl-b')), api.schema(echo('fl-c'))];
+    for (const p of calls) p.finally(() => settled++);
+    const child = api.extend({ headers: { 'x-child': '1' } });
+    const fromChild = child.request(echo('fl-d'));
+    await tick();
+    const before = settled;
+    release();
+    const [body, res, doc] = await Promise.all(calls);
+    const childBody = await fromChild;
+    const ready = (await api.ready) === api;
+    out({
+      stats, breakers, before, ready, method: body.method, status: res.status, source: doc.source,
+      childHeader: childBody.headers['x-child'], events, after: api.stats().requests,
+    });`);
+  assert.equal(r.before, 0, 'no call settled before the wasm arrived');
+  assert.equal(r.stats.requests, 0);
+  assert.equal(r.stats.inFlight, 0);
+  assert.equal(r.stats.amplification, 0);
+  assert.deepEqual(r.breakers, []);
+  assert.equal(r.method, 'GET');
+  assert.equal(r.status, 200);
+  assert.equal(r.source, 'network');
+  assert.equal(r.childHeader, '1');
+  assert.equal(r.ready, true);
+  assert.deepEqual(r.events, ['attempt', 'attempt', 'attempt', 'attempt'], 'a listener added before the wasm sees the first calls');
+  assert.equal(r.after, 4);
+});
+
+test('while the wasm loads: the caller abort rejects with AbortError, the deadline with TimeoutError, close() aborts', async () => {
+  const r = await node(`
+    const { response, release } = slowWasm();
+    const api = sg.createClientSync({ wasm: response });
+    const c = new AbortController();
+    const reason = new Error('left the page');
+    const aborted = api.request(echo('fl-abort'), { signal: c.signal }).catch(report);
+    const fetchAborted = api.fetch(echo('fl-abort'), { signal: c.signal }).catch((e) => e === reason);
+    const requestAborted = api.fetch(new Request(echo('fl-abort'), { signal: c.signal })).catch((e) => e === reason);
+    const preAborted = await api.request(echo('fl-abort'), { signal: AbortSignal.abort('gone') }).catch(report);
+    c.abort(reason);
+    const timedOut = await api.request(echo('fl-late'), { deadlineMs: 100 }).catch(report);
+    const fetchTimedOut = await api.fetch(echo('fl-late'), { deadlineMs: 100 })
+      .catch((e) => ({ name: e.name, dom: e instanceof DOMException, cause: e.cause?.code }));
+    const schemaLate = await api.schema(echo('fl-late'), { deadlineMs: 100, fallback: { built: 'in' } });
+    const schemaOut = { source: schemaLate.source, data: schemaLate.data, error: report(schemaLate.error) };
+    // A client's deadlineMs bounds its load, as createClient's: the calls waiting get the load's error.
+    const short = sg.createClientSync({ wasm: response, deadlineMs: 100 });
+    const shortOut = await short.request(echo('fl-late')).catch(report);
+    const child = api.extend({});
+    const closedChild = child.request(echo('fl-closed')).catch(report);
+    child.close();
+    const other = sg.createClientSync({ wasm: response });
+    const closedRoot = other.request(echo('fl-closed')).catch(report);
+    other.close();
+    const afterClose = await other.request(echo('fl-closed')).catch(report);
+    const closedStats = other.stats().requests;
+    release();
+    const body = await api.request(echo('fl-after'));
+    out({
+      aborted: await aborted, reasonKept: (await aborted).name === 'AbortError', fetchAborted: await fetchAborted,
+      requestAborted: await requestAborted, preAborted, timedOut, fetchTimedOut, shortOut, schemaOut,
+      closedChild: await closedChild, closedRoot: await closedRoot, afterClose, closedStats, method: body.method,
+    });`);
+  assert.equal(r.aborted.name, 'AbortError');
+  assert.equal(r.fetchAborted, true, "fetch() rejects with the signal's reason, as the host's fetch");
+  assert.equal(r.requestAborted, true, "a Request's own signal counts");
+  assert.equal(r.preAborted.name, 'AbortError');
+  assert.deepEqual([r.timedOut.name, r.timedOut.phase], ['TimeoutError', 'deadline']);
+  assert.deepEqual(r.fetchTimedOut, { name: 'TimeoutError', dom: true, cause: 'TIMEOUT' });
+  assert.deepEqual(r.schemaOut.data, { built: 'in' }, 'schema() does not reject for its deadline: its fallback');
+  assert.equal(r.schemaOut.source, 'fallback');
+  assert.deepEqual([r.schemaOut.error.name, r.schemaOut.error.phase], ['TimeoutError', 'deadline']);
+  assert.deepEqual([r.shortOut.name, r.shortOut.option], ['OptionsError', 'wasm']);
+  assert.match(r.shortOut.message, /did not finish within 100 ms/);
+  assert.equal(r.closedChild.name, 'AbortError');
+  assert.equal(r.closedRoot.name, 'AbortError');
+  assert.equal(r.afterClose.name, 'AbortError');
+  assert.equal(r.closedStats, 0);
+  assert.equal(r.method, 'GET', 'the client works once the wasm is in');
+});
+
+test('a failed load rejects the calls and ready with OptionsError(wasm) naming it; the next call loads again', async () => {
+  const r = await node(`
+    import { createServer } from 'node:http';
+    // The wasm answers 404 the first time, the module after that.
+    let asked = 0;
+    const server = createServer((req, res) => {
+      asked++;
+      if (asked === 1) return res.writeHead(404).end('no');
+      res.writeHead(200, { 'content-type': 'application/wasm' }).end(bytes);
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    const where = 'http://127.0.0.1:' + server.address().port + '/sg.wasm';
+    const api = sg.createClientSync({ wasm: where });
+    const [request, fetched, schema, ready] = await Promise.all([
+      api.request(echo('fl-fail')).catch(report),
+      api.fetch(echo('fl-fail')).catch(report),
+      api.schema(echo('fl-fail')).catch(report),
+      api.ready.catch(report),
+    ]);
+    const body = await api.request(echo('fl-again'));
+    server.close();
+    out({ request, fetched, schema, ready, asked, method: body.method, isError: sg.isStormguardError(request) });`);
+  for (const k of ['request', 'fetched', 'schema', 'ready']) {
+    assert.deepEqual([r[k].name, r[k].option], ['OptionsError', 'wasm'], k);
+    assert.match(r[k].message, /\/sg\.wasm failed with HTTP 404/, k);
+  }
+  assert.equal(r.method, 'GET');
+  assert.equal(r.asked, 2);
+});
+
+test('invalid options never throw from createClientSync: the calls reject with the OptionsError', async () => {
+  const r = await node(`
+    const { response, release } = slowWasm();
+    const loading = sg.createClientSync({ wasm: response, retry: { maxAttempts: 99 } });
+    const badWasm = sg.createClientSync({ wasm: 42 });
+    const badWasmCall = await badWasm.request(echo('fl-bad')).catch(report);
+    let badEvent;
+    try { loading.on('nope', () => {}); } catch (e) { badEvent = report(e); }
+    const pending = loading.request(echo('fl-bad')).catch(report);
+    release();
+    const beforeIn = await pending;
+    // Once the module is in, the client is made at once, and its options checked then.
+    const bad = sg.createClientSync({ timeoutMs: -1 });
+    const afterIn = await bad.request(echo('fl-bad')).catch(report);
+    const good = sg.createClientSync({});
+    const stats = good.stats();
+    const body = await good.request(echo('fl-good'));
+    out({ badWasmCall, badEvent, beforeIn, afterIn, method: body.method, ready: (await good.ready) === good });`);
+  assert.deepEqual([r.badWasmCall.name, r.badWasmCall.option], ['OptionsError', 'wasm']);
+  assert.deepEqual([r.badEvent.name, r.badEvent.option], ['OptionsError', 'event']);
+  assert.deepEqual([r.beforeIn.name, r.beforeIn.option], ['OptionsError', 'retry.maxAttempts']);
+  assert.deepEqual([r.afterIn.name, r.afterIn.option], ['OptionsError', 'timeoutMs']);
+  assert.equal(r.method, 'GET');
+  assert.equal(r.ready, true);
+});
+
+test('the hooks given a createClientSync client whose wasm fails serve the fallback with the load error', async () => {
+  const { effectScope, nextTick } = await import('vue');
+  const { useSchema } = await import('../../pkg/vue.js');
+  const r = await node(`
+    const api = sg.createClientSync({ wasm: '/nonexistent/stormguard_bg.wasm' });
+    const e = await api.request(echo('fl-hook')).catch((e) => e);
+    out(report(e));`);
+  assert.deepEqual([r.name, r.option], ['OptionsError', 'wasm']);
+  // In this realm the module may already be in: a client whose build fails is what the hook sees.
+  const { createClientSync } = await import('../../pkg/node.js');
+  const client = createClientSync({ retry: { maxAttempts: 99 } });
+  const scope = effectScope();
+  const [withFallback, without] = scope.run(() => [
+    useSchema(client, `${servers.fault}/echo?id=fl-hook`, { fallback: { title: 'Built-in' } }),
+    useSchema(client, `${servers.fault}/echo?id=fl-hook`),
+  ]);
+  for (let i = 0; i < 50 && (withFallback.loading.value || without.loading.value); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(withFallback.data.value, { title: 'Built-in' });
+  assert.equal(withFallback.source.value, 'fallback');
+  assert.equal(withFallback.error.value?.option, 'retry.maxAttempts');
+  assert.equal(without.source.value, 'none');
+  // A call's own invalid option is the call's error, not a client that failed.
+  const ok = createClientSync({});
+  const own = scope.run(() => useSchema(ok, `${servers.fault}/echo?id=fl-hook`, { fallback: 1, timeoutMs: -1 }));
+  for (let i = 0; i < 50 && own.loading.value; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(own.source.value, undefined);
+  assert.equal(own.error.value?.option, 'timeoutMs');
+  await nextTick();
+  scope.stop();
+});
+
+/**
+ * tests/e2e/pages/first-load.html, whose module script makes a client and a
+ * call at module scope, the wasm download held by the test: `{ page, errors, asked, answer }`; `asked`
+ * resolves when the page has asked for the wasm, `answer(fn)` lets the route
+ * go on with `fn(route)`.
+ */
+async function heldPage(context, id) {
+  const WASM = `${servers.site}/pkg/stormguard_bg.wasm`;
+  let asked;
+  const wasAsked = new Promise((r) => { asked = r; });
+  let answer;
+  const answered = new Promise((r) => { answer = r; });
+  await context.route(WASM, async (route) => {
+    asked();
+    (await answered)(route);
+  });
+  const page = await context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${servers.site}/tests/e2e/pages/first-load.html?url=${encodeURIComponent(`${servers.fault}/echo?id=${id}`)}`);
+  await page.waitForFunction(() => window.made === true);
+  await wasAsked;
+  return { page, errors, answer };
+}
+
+test('in a page: a call made at module scope before the wasm arrives succeeds once it does; a 404 is its error', async () => {
+  browser ??= await launchChromium();
+  const context = await browser.newContext();
+  try {
+    const { page, errors, answer } = await heldPage(context, 'fl-page');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await page.evaluate(() => window.result), undefined, 'the call waits for the wasm');
+    assert.equal(await page.evaluate(() => window.stats), 0);
+    answer((route) => route.continue());
+    await page.waitForFunction(() => window.result !== undefined);
+    assert.equal(await page.evaluate(() => window.result), 'GET');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+  const failing = await browser.newContext();
+  try {
+    const { page, answer } = await heldPage(failing, 'fl-page-404');
+    answer((route) => route.fulfill({ status: 404, body: 'not here' }));
+    await page.waitForFunction(() => window.result !== undefined);
+    assert.match(await page.evaluate(() => window.result), /^OptionsError wasm: .*stormguard_bg\.wasm failed with HTTP 404/);
+  } finally {
+    await failing.close();
+  }
+});
