@@ -38,9 +38,14 @@ const freePort = () => new Promise((resolve) => {
 
 // The README's shape: the client (and a derived one, and a listener) made at module scope, used
 // in the handler. No `wasm` option.
-const WORKER = `import { createClient } from 'stormguard';
+// createClientSync (issue 39 item 1): the same client without the promise.
+const WORKER = `import { createClient, createClientSync } from 'stormguard';
 
 const api = createClient({ crossTab: false, retry: { baseDelayMs: 5 } });
+const now = createClientSync({ crossTab: false });
+let nowAttempts = 0;
+now.on('attempt', () => nowAttempts++);
+const nowChild = now.extend({ headers: { 'x-child': 'sync' } });
 let attempts = 0;
 const ready = api.then((c) => {
   c.on('attempt', () => attempts++);
@@ -50,6 +55,15 @@ const ready = api.then((c) => {
 export default {
   async fetch(request) {
     const to = new URL(request.url).searchParams.get('to');
+    if (new URL(request.url).searchParams.has('sync')) {
+      try {
+        const own = await now.request(to);
+        const derived = await nowChild.request(to);
+        return Response.json({ ok: true, path: own.path, child: derived.headers['x-child'], requests: now.stats().requests, attempts: nowAttempts });
+      } catch (e) {
+        return Response.json({ ok: false, name: e.name, message: e.message });
+      }
+    }
     try {
       const { c, child } = await ready;
       const own = await c.request(to);
@@ -95,6 +109,9 @@ test('a client made at module scope in a Worker, with no option, answers every r
     // The same client (and engine) serves the next request.
     const second = await ask('workerd-2');
     assert.deepEqual(second, { ok: true, path: '/echo', child: 'yes', requests: 4, attempts: 4 }, JSON.stringify(second));
+    const ask2 = async (id) => (await fetch(`http://127.0.0.1:${port}/?sync&to=${encodeURIComponent(`${server.url}/echo?id=${id}`)}`)).json();
+    const sync = await ask2('workerd-sync');
+    assert.deepEqual(sync, { ok: true, path: '/echo', child: 'sync', requests: 2, attempts: 2 }, JSON.stringify(sync));
     assert.doesNotMatch(log, /Disallowed operation/);
   } finally {
     try {
