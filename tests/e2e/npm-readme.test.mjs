@@ -10,7 +10,14 @@
 //   - it names no http(s) URL outside ALLOWED_URLS (URLs in code examples may
 //     only be on the reserved example hosts), and neither does the package's
 //     package.json (the npm page links its repository, homepage and bugs);
-//   - every `README, "Section"` the package's code cites names one of its headings.
+//   - every `README, "Section"` the package's code cites names one of its headings;
+//   - it is laid out for looking things up (issue 40, item 5): install and a
+//     first example of at most 10 lines first, then recipes, then the
+//     reference (client methods, options, errors, stats and events) where
+//     every option, error class and event has a heading of its own whose
+//     entry starts with its default, then the long explanations; no table
+//     cell runs over MAX_CELL_WORDS words; and neither it nor README.md
+//     names API.md, a file that is in neither the package nor the repository.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -254,4 +261,107 @@ test('every README section the package code cites is a heading of the shipped RE
   assert.ok(cited.size > 0, 'the code cites README sections (the pattern still matches)');
   const missing = [...cited].filter(([s]) => !headings.includes(s)).map(([s, fs]) => `"${s}" (cited in ${[...new Set(fs)].join(', ')})`);
   assert.deepEqual(missing, [], `README sections cited by the code that pkg/README.md lacks; its headings: ${headings.join(' | ')}`);
+});
+
+// ---- Laid out for looking things up (issue 40, item 5) --------------------------
+
+/** The longest a table cell may run, in words: a table is for scanning, an entry for reading. */
+const MAX_CELL_WORDS = 30;
+
+/** Headings with their level, text (code marks removed) and offset in the page. */
+const outline = [...prose.matchAll(/^(#{1,6})\s+(.+?)\s*#*\s*$/gm)].map((m) => ({
+  level: m[1].length,
+  text: m[2].replace(/`/g, '').trim(),
+  at: m.index,
+}));
+const h2 = (text) => outline.find((h) => h.level === 2 && h.text === text);
+
+/** The option names of index.d.ts a reader may look up: the client's, its policies' (`retry.x`), FetchInit's and a call's. */
+function optionNames() {
+  const names = new Set();
+  for (const type of ['ClientOptions', 'FetchInit', 'CallOptions', 'RequestOptions', 'SchemaOptions']) {
+    for (const n of declared(type) ?? []) names.add(n);
+  }
+  for (const [type, prefix] of [['RetryOptions', 'retry'], ['BudgetOptions', 'budget'], ['BreakerOptions', 'breaker'],
+    ['ConcurrencyOptions', 'concurrency'], ['StorageOptions', 'storage']]) {
+    for (const n of declared(type) ?? []) names.add(`${prefix}.${n}`);
+  }
+  return [...names];
+}
+
+test('the shipped README starts with install and a first example of at most 10 lines', () => {
+  const first = outline.find((h) => h.level === 2);
+  assert.equal(first?.text, 'Install', 'the first section is "Install"');
+  const section = prose.slice(first.at, outline.find((h) => h.level === 2 && h.at > first.at).at);
+  assert.match(readme.slice(first.at), /^```sh\nnpm install stormguard\n```/m, 'it says `npm install stormguard`');
+  const example = /```js\n([\s\S]*?)```/.exec(readme.slice(first.at, first.at + section.length));
+  assert.ok(example, 'Install has a js example');
+  const lines = example[1].trimEnd().split('\n');
+  assert.ok(lines.length <= 10, `the first example is ${lines.length} lines (at most 10)`);
+  assert.match(example[1], /createClient\(/);
+  assert.match(example[1], /\.request\(/);
+});
+
+test('the shipped README runs: install, usage, recipes, reference, then the long explanations', () => {
+  const order = ['Install', 'Usage', 'Recipes', 'Client methods', 'Options', 'Errors', 'Stats and events',
+    'fetch() as a drop-in', 'Why: retry storms', 'Server clients', 'Beyond retries: tabs, offline, adaptive throttling',
+    'Threat model'];
+  const at = order.map((text) => {
+    const h = h2(text);
+    assert.ok(h, `the README has a "## ${text}" section`);
+    return h.at;
+  });
+  assert.deepEqual(at, [...at].sort((a, b) => a - b), `the sections run in this order: ${order.join(' · ')}`);
+});
+
+test('every option of index.d.ts has its own entry in the shipped README, opening with its default', () => {
+  const names = optionNames();
+  assert.ok(names.length >= 60, `index.d.ts declares the options (found ${names.length})`);
+  const start = h2('Options').at;
+  const end = h2('Errors').at;
+  const missing = [];
+  const noDefault = [];
+  for (const name of names) {
+    const h = outline.find((o) => o.level >= 3 && o.text === name && o.at > start && o.at < end);
+    if (!h) {
+      missing.push(name);
+      continue;
+    }
+    const body = prose.slice(h.at).split('\n').slice(1).find((l) => l.trim());
+    if (!/^Default: /.test(body ?? '')) noDefault.push(`${name}: ${body}`);
+  }
+  assert.deepEqual(missing, [], 'options with no heading of their own under "Options"');
+  assert.deepEqual(noDefault, [], 'option entries whose first line is not "Default: ..."');
+});
+
+test('every error class and every event has its own heading in the shipped README', () => {
+  const missing = [];
+  const errors = [h2('Errors').at, h2('Stats and events').at];
+  for (const [, name] of types.matchAll(/export declare class (\w+) extends/g)) {
+    if (!outline.some((o) => o.text === name && o.at > errors[0] && o.at < errors[1])) missing.push(name);
+  }
+  const events = /export type EventName =([^;]*);/.exec(types);
+  for (const [, e] of events[1].matchAll(/'(\w+)'/g)) {
+    if (!outline.some((o) => o.text === `${e} event` && o.at > errors[1])) missing.push(`${e} event`);
+  }
+  assert.deepEqual(missing, [], 'error classes (under "Errors") and events (under "Stats and events") without a heading');
+});
+
+test(`no table cell of the shipped README runs over ${MAX_CELL_WORDS} words`, () => {
+  const long = [];
+  for (const line of prose.split('\n')) {
+    if (!line.startsWith('|')) continue;
+    for (const cell of line.slice(1, -1).split(/(?<!\\)\|/)) {
+      const words = cell.split(/\s+/).filter(Boolean).length;
+      if (words > MAX_CELL_WORDS) long.push(`${words} words: ${cell.trim().slice(0, 60)}…`);
+    }
+  }
+  assert.deepEqual(long, [], 'cells to move into an entry of their own');
+});
+
+test('neither the shipped README nor README.md names API.md, a file outside the repository', () => {
+  for (const [name, text] of [['pkg/README.md', readme], ['README.md', readFileSync(join(root, 'README.md'), 'utf8')]]) {
+    const lines = text.split('\n').map((l, i) => [i + 1, l]).filter(([, l]) => /\bAPI\.md\b/.test(l));
+    assert.deepEqual(lines, [], `${name} lines naming API.md`);
+  }
 });

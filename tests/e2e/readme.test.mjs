@@ -276,3 +276,15 @@ test("the README's browser-test commands are the ones npm test runs, and name a 
     assert.ok(names.some((n) => n.includes(filter)), `tests/${file}.rs has a browser test matching "${filter}"`);
   }
 });
+
+test("the README's set-up is two commands, npm start and npm test, both real scripts", () => {
+  const start = readme.indexOf('\n## Set-up\n');
+  assert.ok(start >= 0, 'README.md has a "## Set-up" section');
+  assert.ok(start < readme.indexOf('\n## Usage\n'), 'the set-up comes before the usage');
+  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(start))[1];
+  const commands = block.split('\n').map((l) => l.replace(/#.*$/, '').trim()).filter(Boolean);
+  assert.deepEqual(commands, ['npm start', 'npm test']);
+  const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts;
+  assert.ok(scripts.start && scripts.test, 'package.json has start and test scripts');
+});
+
