@@ -33,9 +33,9 @@ function stormPart(res) {
   let md = `### Storm: where the defaults miss, and what each default costs\n\n`;
   if (!total) return md + 'No storm run of stormguard with its defaults in this report.\n';
   if (!missed.length) {
-    md += `With the API.md defaults stormguard meets all ${total} storm targets of issue 15.\n\n`;
+    md += `With the default options stormguard meets all ${total} storm targets of issue 15.\n\n`;
   } else {
-    md += `With the API.md defaults stormguard misses ${missed.length} of the ${total} storm targets of issue 15. ` +
+    md += `With the default options stormguard misses ${missed.length} of the ${total} storm targets of issue 15. ` +
       `For each miss, the same figure for every variant (one default changed) that ran at that fault, length and profile:\n\n` +
       mdTable(['target', 'fault length, profile', 'defaults', 'one default changed'], rows) + '\n\n';
   }

@@ -602,7 +602,7 @@ export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarks
   }
   if (matrix) {
     md += `## Targets: the storm (issues 15, 26)\n\n` +
-      `stormguard with the API.md defaults and \`request()\`, at every fault length and both client profiles: outage amplification ` +
+      `stormguard with the default options and \`request()\`, at every fault length and both client profiles: outage amplification ` +
       `at or below cockatiel's at the same length and <= 0.55 (page loads at 3 and 10 s: <= 1.0, issue 26); peak 1 s / baseline <= 1.5x; recovery <= 2.0 s after the fault ends; ` +
       `success from the fault on >= none's - 3 points (brownouts: >= none's); probe load in the 60 s outage <= 0.5 of baseline. ` +
       `${matrix.met} of ${matrix.total} met.\n\n` +

@@ -30,7 +30,7 @@ export const DESCRIPTIONS = {
     'timeout(3 s, Aggressive)) around fetch, as cockatiel\'s README shows',
   'cockatiel (retry + timeout)':
     'wrap(retry(handleAll, { maxAttempts: 3, backoff: new ExponentialBackoff() }), timeout(3 s)) around fetch',
-  stormguard: 'createClient() with the API.md defaults, client.request(url)',
+  stormguard: 'createClient() with the default options, client.request(url)',
 };
 
 export class StatusError extends Error {

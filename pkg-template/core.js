@@ -164,7 +164,7 @@ function failedToFetch() {
 
 /**
  * A stormguard error as the host's fetch() would reject for its cause
- * (API.md, fetch()): a network failure, an open circuit or a full queue a
+ * (README, "What fetch() and schema() reject with"): a network failure, an open circuit or a full queue a
  * TypeError with the host's message; a timeout or deadline a DOMException
  * TimeoutError; close() a DOMException AbortError. `cause` is the
  * StormguardError, with its code, attempts, retryInMs... An OptionsError
@@ -192,7 +192,7 @@ const rethrow = (d) => { throw toError(d); };
 const closedError = () => new AbortError('call aborted', { reason: 'client closed' });
 
 // ---- A client's hooks, auth and header functions ------------------------
-// (API.md, "Everyday use"). Read and checked here, and called by the engine
+// (README, "Hooks"). Read and checked here, and called by the engine
 // at fixed points of each attempt (src/web/hooks.rs): what they may change
 // is the engine's policy core's to decide (a beforeRetry false, a 401's
 // replay). Functions are called in JS, where they and what they return
@@ -224,7 +224,7 @@ async function call(f, args, fail) {
 
 /**
  * `auth`, read and checked; `home` the origin of the client's baseUrl, else of the page. The
- * token goes to `home` and `auth.origins` only (API.md, "Where a token goes"): where there is
+ * token goes to `home` and `auth.origins` only (README, "auth"): where there is
  * neither (Node without baseUrl), createClient rejects rather than send it everywhere.
  */
 function readAuth(auth, home) {
@@ -286,7 +286,7 @@ const FINISHED_KEPT = 256;
 /** setTimeout's largest delay (a longer one fires at once). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-// ---- Calls made from inside refresh() (API.md, "Refresh, bounded and per token")
+// ---- Calls made from inside refresh() (README, "Auth tokens and refresh")
 // They never wait for a refresh: the usual `refresh: () => api.request('/auth/refresh')`
 // answered 401 would otherwise wait for the refresh that waits for it. A call is inside a
 // refresh when the client is called while refresh() itself runs (synchronously: the usual
@@ -409,7 +409,7 @@ class Io {
   /**
    * What the header functions and the token give an attempt, read before
    * it is admitted: its holds are those of the credentials it will send
-   * (API.md, "Holds"), and a retry carries the current token. Never over a
+   * (README, "Server clients"), and a retry carries the current token. Never over a
    * header of the call's own (`own`: lower-case names joined by newlines),
    * and the token only to the auth's origins (`url`: the call's).
    * `{ pairs, seen, headers }`: the [name, value] pairs to set, the
@@ -424,7 +424,7 @@ class Io {
     /**
      * Sets the pair unless the call's own headers or `over` name it: whether it did. A pair no
      * header can hold throws a TypeError naming the header only: the host's (Headers.set's)
-     * repeats the value, a token perhaps (API.md, "Errors never carry secrets").
+     * repeats the value, a token perhaps (README, "Threat model").
      */
     const set = (name, value, over) => {
       const lower = String(name).toLowerCase();
@@ -477,8 +477,8 @@ class Io {
   }
 
   /**
-   * What one attempt sends, settled before its admission (API.md, "Hooks
-   * before admission"): a copy of `input` (a Request, or a URL with
+   * What one attempt sends, settled before its admission (README,
+   * "hooks"): a copy of `input` (a Request, or a URL with
    * `init`) with what `read` gives set on it (never over the call's own
    * headers, `own`), then the beforeRequest hooks. `{ request, seen }`:
    * the Request as it will be sent, whose credentials and Idempotency-Key
@@ -496,7 +496,7 @@ class Io {
       if (!(next instanceof Request)) throw failed('hooks', 'beforeRequest must return a Request or nothing');
       // Read through Request.prototype's getters, as fetch reads the Request: a subclass's own
       // `url` getter, or a Proxy of a Request (which the getters refuse), cannot lie about where
-      // it goes (API.md, "Where a token goes").
+      // it goes (README, "auth").
       const [where, method] = real(next);
       if (where === undefined || new URL(where).origin !== new URL(real(request)[0]).origin || method !== request.method) {
         throw failed('hooks', "beforeRequest must keep the request's origin and method");
@@ -885,7 +885,7 @@ class Client {
   }
 
   /**
-   * A derived client (API.md, `extend`): `options` over this client's, the
+   * A derived client (README, "extend()"): `options` over this client's, the
    * same breakers, budget, slots, holds and cache. Throws OptionsError. A
    * client derived from a closed one is closed. Before the engine is in, the
    * derived client is made when it is: its calls wait for it, and an
@@ -1199,7 +1199,7 @@ export async function fetchWasm(url, init) {
   try {
     res = await fetch(url, init);
   } catch (e) {
-    // Unusable as given, as a 404 or a stall is (API.md: every invalid `wasm` value rejects with
+    // Unusable as given, as a 404 or a stall is (README, "wasm": every invalid `wasm` value rejects with
     // OptionsError('wasm')); the host's error is the cause.
     throw new OptionsError(`stormguard: could not fetch the wasm module ${url}: ${e?.message ?? e}. ${WASM_FIX}`, {
       option: 'wasm',
@@ -1461,7 +1461,7 @@ export function makeCreateClient(load) {
   }
 
   /**
-   * A client at once (API.md, "First load"): never throws. Its calls wait
+   * A client at once (README, "A client at once"): never throws. Its calls wait
    * for the module within their own deadline and signal; a failed load, a
    * missing host global and invalid options reject them (and `ready`) with
    * their error, OptionsError for the options and the wasm.

@@ -1,4 +1,4 @@
-// Types of stormguard/devtools (see ../shared/API.md, "Entry points").
+// Types of stormguard/devtools (see README, "A live panel of the engine: stormguard/devtools").
 import type { Client } from './index.js';
 
 /**

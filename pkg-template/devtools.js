@@ -5,7 +5,7 @@
 // and importing it does nothing until mountDevtools is called.
 //
 // Everything shown comes from the client's public surface: stats(),
-// breakers() and the events (API.md, "Stats and events"). Text goes in
+// breakers() and the events (README, "Stats and events"). Text goes in
 // through textContent only: URLs and keys are data, never markup.
 
 const EVENTS = ['attempt', 'retry', 'timeout', 'giveUp', 'breaker', 'fallback', 'wait'];

@@ -1,4 +1,4 @@
-// Types of the stormguard package, as ../shared/API.md specifies them.
+// Types of the stormguard package, as the README ("Client methods", "Options", "Errors", "Stats and events") documents them.
 
 export type Jitter = 'full' | 'equal' | 'decorrelated' | 'none';
 

@@ -1,4 +1,4 @@
-// Types of stormguard/otel (see ../shared/API.md, "Entry points").
+// Types of stormguard/otel (see README, "OpenTelemetry: stormguard/otel").
 import type { Meter, Tracer } from '@opentelemetry/api';
 import type { Client } from './index.js';
 

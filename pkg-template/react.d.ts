@@ -1,4 +1,4 @@
-// Types of stormguard/react (see ../shared/API.md, "React and Vue").
+// Types of stormguard/react (see README, "Vite + React").
 import type { Client, SchemaOptions, SchemaResult, StandardSchemaV1, ValidatedBy } from './index.js';
 
 export type SchemaSource = SchemaResult<unknown>['source'];

@@ -1,4 +1,4 @@
-// Types of stormguard/testing (see ../shared/API.md, "Entry points").
+// Types of stormguard/testing (see README, "Testing an app's resilience: stormguard/testing").
 
 /**
  * One answer of a script:

@@ -1,4 +1,4 @@
-// Types of stormguard/vue (see ../shared/API.md, "React and Vue").
+// Types of stormguard/vue (see README, "Vue 3").
 import type { Ref, ShallowRef } from 'vue';
 import type { Client, SchemaOptions, SchemaResult, StandardSchemaV1, ValidatedBy } from './index.js';
 

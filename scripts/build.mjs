@@ -218,7 +218,7 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // same path written out with the client's origin first (a server's links) taken as written too
 // (Chromium: 11-26 µs a call; the URL steps in src/web/url.rs): +169, 95,462. Review clean-up
 // (one expression for both written hrefs; the realm's globals read through convert::get): -20, 95,442.
-// Options as API.md words them (a window of 0 ms valid, an idempotency key with outer spaces valid
+// Options as the README words them (a window of 0 ms valid, an idempotency key with outer spaces valid
 // and sent trimmed, `idempotencyKey: false` refused): +40, 95,482. A retry granted but never sent
 // (the call aborted, out of time or refused by a breaker its own failures opened, in its backoff)
 // given back: not counted in stats().retries, its budget left for the next call: +27, 95,509.

@@ -92,8 +92,8 @@ async fn invalid_options_name_the_option() {
     assert_eq!(get(&err, "option").as_string().unwrap(), "url");
     let message = get(&err, "message").as_string().unwrap();
     assert!(!message.contains("secret"), "{message}");
-    // fetch() rejects such a URL as the host's fetch does (API.md, revised
-    // 2026-12-02): with the Request constructor's TypeError.
+    // fetch() rejects such a URL as the host's fetch does (README,
+    // "fetch() as a drop-in"): with the Request constructor's TypeError.
     for input in [
         JsValue::from_str("http://user:secret@127.0.0.1:1/"),
         web_sys::Url::new("https://user:secret@127.0.0.1:1/x")
@@ -429,7 +429,7 @@ async fn breaker_opens_then_probes_then_closes() {
     assert_eq!(get(&half_open, "to").as_string().unwrap(), "half-open");
     assert_eq!(get(&half_open, "requestId").as_string().unwrap(), "");
     // Half-open lets exactly one probe through; the others wait for it
-    // (API.md, revised 2026-12-02: they were rejected before) and go once
+    // (README, "breaker.halfOpenProbes"; they were rejected before) and go once
     // the good probe has closed the breaker.
     let probe_id = test_id("breaker-probe");
     let calls: Vec<JsFuture> = (0..3)
@@ -661,7 +661,7 @@ async fn a_probe_lease_far_in_the_future_is_ignored() {
     let opened = request(&client, &url("/status/503", &id), opts).await;
     sleep(150).await;
     // Another tab's lease, 10 s ahead: its probe decides, and this tab's
-    // call waits for it (API.md, revised 2026-12-02; it was refused at
+    // call waits for it (README, "breaker.halfOpenProbes"; it was refused at
     // once before), here until its own deadline.
     set_lease(now() + 10_000.0).unwrap();
     let held = request(

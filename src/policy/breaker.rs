@@ -14,7 +14,7 @@
 //! `openMs`) or Open again (a probe failed: twice the last period, at most
 //! `maxOpenMs`).
 //!
-//! The half-open hold (API.md, revised 2026-12-02): a call that finds every
+//! The half-open hold (README, "breaker.halfOpenProbes"): a call that finds every
 //! probe slot of a half-open key taken does not fail at once; it waits in
 //! the key's queue ([`Breakers::wait`]) for the probes' outcome. Whenever a
 //! probe permit comes back or the key changes state (a probe decided, another
@@ -33,7 +33,7 @@
 //! slot. (A `Normal` attempt that outlives a whole open/half-open/close cycle
 //! does count in the new window: it needs to run longer than the open period.)
 //!
-//! Probe-first retries (API.md, revised 2026-12-07): runs of failures are
+//! Probe-first retries (README, "breaker.consecutiveFailures"): runs of failures are
 //! also counted per origin (`origin.rs`). When `consecutiveFailures`
 //! failures in a row span several keys of one origin failing together (a
 //! burst), the keys that failed together are *held* ([`Breakers::burst`]):

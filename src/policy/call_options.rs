@@ -43,7 +43,7 @@ pub enum IdemKey {
 }
 
 /// `idempotencyKey: string | true`; absent means none, and `false` is of
-/// the wrong type (API.md: "a key of the wrong type is invalid").
+/// the wrong type (README, "idempotencyKey": a key of the wrong type is invalid).
 pub fn idempotency_key(raw: Option<RawIdemKey>) -> Result<Option<IdemKey>> {
     match raw {
         None => Ok(None),
@@ -73,7 +73,7 @@ pub fn header_idempotency_key(option: &str, key: &str) -> Result<()> {
 }
 
 /// What is wrong with `key` as an idempotency key: None when it is 1 to
-/// 255 printable ASCII characters, not all spaces (API.md). It goes as a
+/// 255 printable ASCII characters, not all spaces (README, "idempotencyKey"). It goes as a
 /// header value, so outer spaces are trimmed on the wire as fetch trims
 /// every header's; a blank key would make a POST retryable with nothing
 /// for the server to deduplicate by.

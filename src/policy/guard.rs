@@ -78,8 +78,7 @@ pub struct Spec {
     /// The request's own settings may make the host reject it (`redirect`
     /// 'error' or 'manual', an `integrity`, `cache: 'only-if-cached'`), and
     /// the host's rejection cannot be told from a network failure: such a
-    /// rejection is neither a breaker sample nor retried (API.md, revised
-    /// 2026-12-07).
+    /// rejection is neither a breaker sample nor retried (README, "hooks").
     pub refusable: bool,
 }
 
@@ -142,8 +141,7 @@ impl CallState<'_> {
     /// that attempt may be replayed as keyed only if the call carries a key
     /// and this one is present, not blank, and the same as the attempt
     /// before's. Otherwise its failure is final for a method outside
-    /// `retry.methods` (API.md, "Exactly-once survives hooks and header
-    /// functions"): a second key, or none, is a second execution.
+    /// `retry.methods` (README, "idempotencyKey"): a second key, or none, is a second execution.
     pub fn key_sent(&mut self, key: Option<&str>) {
         // Blank: the host's Headers trims a value's outer spaces and tabs.
         let key = key.filter(|k| !k.bytes().all(|b| b == b' ' || b == b'\t'));
@@ -973,8 +971,8 @@ mod tests {
 
         // Open the breaker, wait out its period: the half-open probe,
         // aborted after admission (waiting for the probe lock or a slot),
-        // goes back, so the call waiting for it probes next (API.md,
-        // revised 2026-12-02: it waits, where it was refused before).
+        // goes back, so the call waiting for it probes next (README,
+        // "breaker.halfOpenProbes": it waits, where it was refused before).
         for i in 0..3 {
             let now = 10.0 + f64::from(i);
             let mut c = g.start(spec(&cc, "POST"), now);
@@ -1809,7 +1807,7 @@ mod tests {
             (429, Some("10"), None, Some(10_000.0)),
             (503, None, Some(4000.0), Some(4000.0)),
             // beyond maxRetryAfterMs: no hedge, and a hold of the client's
-            // own cap (API.md, Holds)
+            // own cap (README, "Server clients")
             (429, Some("3600"), None, Some(30_000.0)),
         ];
         for (status, retry_after, reset_ms, held) in refusals {

@@ -1,4 +1,4 @@
-//! Configuration: validated configs with API.md's defaults filled in, made
+//! Configuration: validated configs with the README's defaults ("Client options") filled in, made
 //! from the options as given.
 //!
 //! Why validate once, up front: a bad number found mid-request would fail a
@@ -13,7 +13,7 @@
 //! per option is only how a config is made of what was given, and the rules
 //! between options.
 //!
-//! Rules beyond API.md's list, each the reading a user would expect:
+//! Rules beyond the README's list, each the reading a user would expect:
 //! * `budget.windowMs` and `breaker.windowMs` of 0 (a duration, so valid)
 //!   are the shortest window the ring keeps, 1 ms (`window::Ring::new`);
 //! * `breaker.maxOpenMs` must be >= `openMs`; when absent it is
@@ -46,7 +46,7 @@ pub const DEFAULT_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
 const DEFAULT_METHODS: [&str; 5] = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"];
 
 /// Where a client runs, which picks its default set once, at
-/// `createClient` (API.md "Server defaults"). A page serves one user; where
+/// `createClient` (README, "Server clients"). A page serves one user; where
 /// there is no `window` (Node, Bun, Deno, Cloudflare Workers) one client
 /// serves many users, so two defaults differ ([`HostDefaults`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,7 +72,7 @@ pub struct HostDefaults {
 }
 
 impl Host {
-    /// A page's are the `Default` impls' (API.md's table).
+    /// A page's are the `Default` impls' (README, "Client options").
     pub fn defaults(self) -> HostDefaults {
         match self {
             Host::Page => HostDefaults {
@@ -903,7 +903,7 @@ mod tests {
 
     const NOT_FINITE: [f64; 3] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
 
-    /// The reasons each rule gives, word for word (API.md and the JS
+    /// The reasons each rule gives, word for word (the README and the JS
     /// tests show them), now that every text comes from a table.
     #[test]
     fn each_rule_gives_its_reason() {
@@ -1033,7 +1033,7 @@ mod tests {
         );
     }
 
-    /// API.md "Server defaults": without a `window`, 256 slots and a queue
+    /// README, "Server clients": without a `window`, 256 slots and a queue
     /// of 10000, and no breaker opening on one user's failures in a row;
     /// what is given explicitly wins, member by member, and the rest of the
     /// defaults are a page's.
@@ -1384,7 +1384,7 @@ mod tests {
         .budget
         .unwrap();
         assert_eq!((c.ratio, c.min_retries, c.window_ms), (0.0, 0, 1.0));
-        // A duration may be 0 (API.md): the ring takes it as its shortest, 1 ms.
+        // A duration may be 0 (README, "budget.windowMs"): the ring takes it as its shortest, 1 ms.
         let zero = |window_ms| RawBudget {
             window_ms: Some(window_ms),
             ..Default::default()

@@ -81,7 +81,7 @@ export function wasSent(input, init, who) {
 
 /**
  * `e`, what the Request constructor threw for fetch()'s input, with no
- * secret in its message (API.md, "Errors never carry secrets"): hosts repeat
+ * secret in its message (README, "Threat model"): hosts repeat
  * a URL's userinfo (Node and Chromium: "...includes credentials:
  * http://user:pw@host/") and Node a header value it refused ('Headers.append:
  * "<value>" is an invalid header value.'). Then a TypeError with the userinfo

@@ -150,8 +150,8 @@ pub fn was_sent(input: &JsValue, init: &JsValue, who: &JsValue) -> u32 {
 }
 
 /// What the Request constructor threw for `fetch()`'s input, its message
-/// without a URL's userinfo or a header value the host quoted (API.md,
-/// "Errors never carry secrets").
+/// without a URL's userinfo or a header value the host quoted (README,
+/// "StormguardError": messages).
 pub fn without_secrets(e: &JsValue) -> JsValue {
     without_secrets_js(e)
 }
@@ -325,8 +325,8 @@ pub fn global() -> js_sys::Object {
     GLOBAL_THIS.with(js_sys::Object::clone)
 }
 
-/// Which default set a client made here starts from (API.md "Server
-/// defaults"): a page's where the host has a `window`, else a server's
+/// Which default set a client made here starts from (README, "Server
+/// clients"): a page's where the host has a `window`, else a server's
 /// (Node, Bun, Deno, Cloudflare Workers). Read at each `createClient`.
 pub fn host() -> Host {
     match get(&global(), "window") {

@@ -1,4 +1,4 @@
-//! The half-open hold's waits (API.md, "Breaker", revised 2026-12-02):
+//! The half-open hold's waits (README, "breaker.halfOpenProbes"):
 //! a call that the policy core holds while its key's probe is out waits
 //! for the probe's outcome, within its deadline and abortable, then asks
 //! again (see `src/policy/guard/halfopen.rs`, which decides everything);

@@ -272,7 +272,7 @@ impl Builder {
     }
 
     /// The origin of `baseUrl`, else of the page, when it is http(s): where
-    /// the client's `auth` token goes (API.md, "Where a token goes").
+    /// the client's `auth` token goes (README, "auth").
     pub fn home(&self) -> Option<&str> {
         self.base.origin()
     }

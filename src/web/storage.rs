@@ -49,7 +49,7 @@ extern "C" {
 const MEMORY_ENTRIES: usize = 32;
 
 /// How far ahead of this clock a copy's date may be (another tab's clock,
-/// a small step) before the copy counts as corrupt (API.md: 60 s).
+/// a small step) before the copy counts as corrupt (README, "Threat model": 60 s).
 const FUTURE_SLACK_MS: f64 = 60_000.0;
 
 /// A copy in memory.

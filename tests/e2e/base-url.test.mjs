@@ -1,4 +1,4 @@
-// API.md "`baseUrl` joins" (issue 40, item 4): a relative input is appended to baseUrl's path as
+// README, "baseUrl" (issue 40, item 4): a relative input is appended to baseUrl's path as
 // axios does, with or without baseUrl's trailing slash and the input's leading one; `..` may not
 // climb above baseUrl's path (OptionsError 'url', nothing sent); an absolute URL is used as given;
 // extend({ baseUrl }) joins the same way. The rule itself: src/policy/href.rs (native tests).

@@ -1,8 +1,8 @@
 // Cross-tab coordination: two pages of one origin in one browser context,
 // each with its own client. A breaker opened in one tab rejects at once in
 // the other, with no network; one half-open probe across both, whose
-// outcome the other tab's calls wait for (the half-open hold, API.md revised
-// 2026-12-02); a Retry-After or a spent rate-limit quota seen by one tab
+// outcome the other tab's calls wait for (the half-open hold, README,
+// "breaker.halfOpenProbes"); a Retry-After or a spent rate-limit quota seen by one tab
 // holds the other back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -58,7 +58,7 @@ test('a breaker opened in one tab rejects in the other without network; one prob
     call(b, '/delay?ms=400&id=xt-probe&tab=b', { breakerKey: 'svc' }),
   ]);
   // One probe across both tabs; the other tab's call waited for its success
-  // (API.md revised 2026-12-02: it was rejected with CircuitOpenError before).
+  // (README, "breaker.halfOpenProbes"; it was rejected with CircuitOpenError before).
   assert.deepEqual([pa.ok, pb.ok], [true, true], JSON.stringify([pa, pb]));
   const log = await probeLog('xt-probe');
   assert.equal(log.length, 2);

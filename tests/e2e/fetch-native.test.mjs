@@ -500,8 +500,8 @@ test('another client\'s attempts go through one given as its fetch with every pr
     }
     try {
       // Installed as the global fetch: a second root client's attempts go past it, as those of
-      // a client derived from it (sharing its slots) and its own do (API.md, "Several installed
-      // clients": an attempt is protected and counted once, by the client that made it).
+      // a client derived from it (sharing its slots) and its own do (README, "fetch() as a drop-in",
+      // several installed clients: an attempt is protected and counted once, by the client that made it).
       globalThis.fetch = outer.fetch;
       const other = await createClient(opts);
       const derived = outer.extend({ headers: { 'x-derived': 'd' } });

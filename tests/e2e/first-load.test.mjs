@@ -1,4 +1,4 @@
-// A client usable at once (issue 39 item 1; API.md, "First load", 2026-12-07):
+// A client usable at once (issue 39 item 1; README, "A client at once"):
 // createClientSync() gives a client whose calls may be made before the wasm is
 // in; they wait for it within their own deadline and signal, and a failed load
 // rejects them with OptionsError('wasm'). Each case runs in a fresh Node

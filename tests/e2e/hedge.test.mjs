@@ -1,4 +1,4 @@
-// Hedges keep to their caps (API.md, "HedgeOptions", 2026-12-02), through the
+// Hedges keep to their caps (README, "hedge"), through the
 // package's Node build against the fault server, counting the requests that
 // arrive: `max` counts over the whole call, hedges count toward
 // `retry.maxAttempts`, and a leg refused with 429/503 + Retry-After stops

@@ -1,5 +1,5 @@
-// Hostile input from the places a page does not control (API.md, "Hostile
-// hosts and input"), through the package's Node build against the fault
+// Hostile input from the places a page does not control (README, "Threat
+// model"), through the package's Node build against the fault
 // server: another tab's BroadcastChannel messages (here another channel of
 // the same name, as a second tab would hold), init objects shaped by
 // JSON.parse or by prototypes, hand-set Idempotency-Key headers, and a

@@ -1,4 +1,4 @@
-// Hostile hosts (API.md, "Hostile hosts and input"), through the package's
+// Hostile hosts (README, "Threat model"), through the package's
 // Node build: fetch stand-ins that return no Response, a Web Lock that
 // answers late, error bodies that stall, close() from inside a call, error
 // bodies cut inside a surrogate pair, and many calls on one signal. Each

@@ -1,5 +1,5 @@
 // Exactly-once survives hooks and header functions (issue 37, rows 2 and 4;
-// API.md, "Revised 2026-12-07"): a keyed POST to the fault server's `/drop`
+// README, "idempotencyKey"): a keyed POST to the fault server's `/drop`
 // (its idempotency store executes a key once, and kills the connection
 // without answering) is retried only while the Idempotency-Key as sent is
 // the call's own, the same on every attempt.

@@ -1,6 +1,6 @@
 // Issue 40 item 6: an error's message says which call failed, as ky's do (`HTTP 500 ...: GET
 // https://host/path?id=…`): the method and URL, without the query's values, the fragment or a
-// userinfo (API.md 2026-12-07, "Errors never carry secrets"). The rule: src/policy/href.rs `shown`.
+// userinfo (README, "StormguardError" and "Threat model"). The rule: src/policy/href.rs `shown`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../server/server.mjs';

@@ -256,7 +256,7 @@ test('request building: keys, record shapes, fragments, method case, option name
   const repeated = await client.request(`${server.url}/echo?t=0&id=rb-shapes`, { query: new URLSearchParams([['t', '1'], ['t', '2']]) });
   assert.match(repeated.search, /t=1&t=2/);
   assert.doesNotMatch(repeated.search, /t=0/);
-  // A key is 1-255 printable ASCII, not blank (API.md): outer spaces are trimmed on the wire as fetch
+  // A key is 1-255 printable ASCII, not blank (README, "idempotencyKey"): outer spaces are trimmed on the wire as fetch
   // trims every header's; a blank key and `false` (not a string or true) reject.
   await client.request(`${server.url}/echo?id=rb-pad`, { method: 'POST', idempotencyKey: ' padded ' });
   assert.deepEqual((await log('rb-pad')).map((e) => e.idempotencyKey), ['padded']);

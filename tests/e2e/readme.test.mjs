@@ -6,7 +6,7 @@
 // CallOptions, RequestOptions and SchemaOptions.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { root } from './browser.mjs';
 
@@ -288,3 +288,31 @@ test("the README's set-up is two commands, npm start and npm test, both real scr
   assert.ok(scripts.start && scripts.test, 'package.json has start and test scripts');
 });
 
+test('every README section cited in the repository is a heading of README.md, and nothing cites API.md', () => {
+  const headings = new Set();
+  let fence = false;
+  for (const line of readme.split('\n')) {
+    if (/^\s*```/.test(line)) fence = !fence;
+    const m = !fence && /^#{1,6}\s+(.+?)\s*$/.exec(line);
+    if (m) headings.add(m[1].replace(/`/g, '').trim());
+  }
+  const missing = [];
+  const apiMd = [];
+  const walk = (dir) => {
+    for (const name of readdirSync(join(root, dir))) {
+      const rel = `${dir}/${name}`;
+      if (/node_modules|^tests\/apps\/[^/]+\/(dist|\.next)/.test(rel)) continue;
+      if (statSync(join(root, rel)).isDirectory()) walk(rel);
+      else if (/\.(rs|m?js|cjs|ts|sh|md)$/.test(name) && rel !== 'tests/e2e/readme.test.mjs') {
+        const text = readFileSync(join(root, rel), 'utf8');
+        for (const c of text.matchAll(/README(?:\.md)?,\s*["“]([^"”\n]+)["”]/g)) {
+          if (c[1] !== 'Section' && !headings.has(c[1])) missing.push(`${rel}: "${c[1]}"`);
+        }
+        if (/\bAPI\.md\b/.test(text) && rel !== 'tests/e2e/npm-readme.test.mjs') apiMd.push(rel);
+      }
+    }
+  };
+  for (const dir of ['src', 'pkg-template', 'scripts', 'tests', 'bench', 'www']) walk(dir);
+  assert.deepEqual(missing, [], 'README sections cited that README.md has no heading for');
+  assert.deepEqual(apiMd, [], 'files that cite API.md, a file outside the repository (cite a README section)');
+});

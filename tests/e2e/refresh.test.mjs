@@ -1,6 +1,6 @@
 // auth.refresh and the hooks in Node, against the fault server (issue 37, rows 5, 6, 7 and 11's
-// refresh; API.md, "Revised 2026-12-07": "Refresh, bounded and per token", "Hooks before
-// admission"). Every wait is ended by a rule (a deadline, an abort, close()), and what is
+// refresh; README, "Auth tokens and refresh" and
+// "hooks"). Every wait is ended by a rule (a deadline, an abort, close()), and what is
 // asserted is the rule that ended it (the error's cause, retryDenied, what the server saw),
 // never a duration.
 import { test, before, after } from 'node:test';

@@ -1,4 +1,4 @@
-// API.md "Runtimes" (issue 40, items 2-3): where the wasm module is read from outside a browser, and
+// README, "Bun, Deno, Cloudflare Workers and bundled servers" (issue 40, items 2-3): where the wasm module is read from outside a browser, and
 // what a user is told when it cannot be. Each case runs in a child process (a realm loads its module
 // once). Deno and Bun run where their binaries are found (STORMGUARD_DENO / STORMGUARD_BUN, else
 // node_modules/.bin, else PATH; both install from npm: `npm i deno bun`); elsewhere those cases are

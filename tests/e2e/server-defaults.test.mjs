@@ -1,4 +1,4 @@
-// API.md "Server defaults" (issue 40, item 1): where there is no `window`, one client serves many
+// README, "Server clients" (issue 40, item 1): where there is no `window`, one client serves many
 // users, so `concurrency` defaults to { max: 256, queue: 10000 } and `breaker.consecutiveFailures` to
 // false; options given explicitly win; a client made where there is a `window` keeps a page's
 // defaults. The assertions are on what the backend saw (its concurrency, its log), never on timings.

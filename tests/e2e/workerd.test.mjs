@@ -1,4 +1,4 @@
-// Cloudflare Workers (API.md "Runtimes", issue 40 item 2): with no option, a client made at module
+// Cloudflare Workers (README, "Bun, Deno, Cloudflare Workers and bundled servers", issue 40 item 2): with no option, a client made at module
 // scope works. The package's `workerd` export condition imports the .wasm as a module, and the
 // client is made for real at its first call, in a request (workerd refuses timers, randomness and
 // I/O at module scope, and the client stayed failed). Runs a Worker under `wrangler dev --local`

@@ -1,4 +1,4 @@
-//! Probe-first retries (API.md, revised 2026-12-07): a call to a key held
+//! Probe-first retries (README, "breaker.consecutiveFailures"): a call to a key held
 //! by its origin's burst (see `breaker/origin.rs`) waits for the origin's
 //! probe instead of sending. While the probe is out it waits in its key's
 //! queue ([`Admission::AwaitProbe`], the half-open hold's machinery); before

@@ -1,4 +1,4 @@
-//! The half-open hold (API.md, "Breaker", revised 2026-12-02): while a
+//! The half-open hold (README, "breaker.halfOpenProbes"): while a
 //! key's probe is out, the other calls to it wait for its outcome instead
 //! of failing. [`Guard::admit`] answers [`Admission::AwaitProbe`] with the
 //! call's place in the key's queue; the breaker releases every waiter of a

@@ -229,7 +229,7 @@ impl Guard {
     /// the deadline in its backoff, a breaker opened or a hold meanwhile, a
     /// hook that failed before sending): that retry was not made, so it is
     /// not counted and its budget is given back. "Every further attempt is
-    /// a retry" (API.md): `retries` counts attempts sent, as the server sees
+    /// a retry" (README, "budget"): `retries` counts attempts sent, as the server sees
     /// them, and a retry never sent cannot deny the next call's.
     pub fn retry_unsent(&mut self, c: &mut CallState) {
         if let Some(at) = c.granted_at.take() {

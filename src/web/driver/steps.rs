@@ -36,14 +36,14 @@ pub(super) enum Step {
 }
 
 impl Engine {
-    /// Before each attempt's admission (API.md, "Hooks before admission"):
+    /// Before each attempt's admission (README, "Hooks"):
     /// the Request it sends, with what the client's header functions and
     /// token give, through its beforeRequest hooks (`Io::prepare`), within
     /// the deadline and until the call is cancelled, holding no slot: a
     /// hook may call the same client. The attempt sends that Request as it
     /// is (never read again), and its admission judges it: the holds and
     /// quotas it obeys and sets are those of its credentials as sent
-    /// (API.md, "Holds"), a refreshed token's after a 401's replay, and its
+    /// (README, "Server clients"), a refreshed token's after a 401's replay, and its
     /// Idempotency-Key as sent decides whether it may be replayed
     /// (`CallState::key_sent`). A client without an `Io` that makes a
     /// Request sends the call's own: its headers say whom it speaks for. A
@@ -74,8 +74,8 @@ impl Engine {
 
     /// The key under which a call shares a network call (`key`: what
     /// makes calls identical), when its client's header functions, token
-    /// or beforeRequest hooks may add credentials (API.md, "Dedupe never
-    /// crosses credentials"): its first attempt's Request settled now
+    /// or beforeRequest hooks may add credentials (README, "dedupe":
+    /// never across credentials): its first attempt's Request settled now
     /// (`Engine::prepare`: within its deadline, which begins now,
     /// abortable, cancelled by `close()`) and kept for that attempt, `key`
     /// with the credentials it sends. None when that ended the call (which
