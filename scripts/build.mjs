@@ -302,7 +302,12 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // of a burst): +938 (measured on 96,969), 104,509 as built.
 // A client at once (issue 39 item 1): createClientSync, whose calls wait for the wasm within their
 // deadline and signal, and on(), extend(), close(), stats() before it is in (core.js, JS only): +1,227 (measured on 104,509), 105,736 as built.
-const SIZE_BUDGET_BYTES = 105_736;
+// The alarms' host timer re-armed when the global setTimeout changed under it (a test's fake timers
+// installed or put back: a timer on a clock that is gone never fired and held every later alarm, so a
+// call never timed out), each host timer numbered so a forgotten one that fires does nothing
+// (issue 41, stormguard/testing; runtime/alarm.rs, host.js): +263 (measured on 103,582); 105,929 as
+// built with the lines above (+193).
+const SIZE_BUDGET_BYTES = 105_929;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -17,6 +17,20 @@ export function fetchLater(f, input, init) {
   return resolved.then(() => apply(f, globalThis, args));
 }
 
+/**
+ * The global setTimeout as it is now (a test's fake timers install their
+ * own and later put the real one back): the clock runtime/alarm.rs armed
+ * its host timer on.
+ */
+export function timerNow() {
+  return globalThis.setTimeout;
+}
+
+/** Whether `f` is still the global setTimeout. */
+export function timerIs(f) {
+  return f === globalThis.setTimeout;
+}
+
 // Each class and a getter of its prototype that throws for anything but its instances.
 const CLASSES = [['Request', 'url'], ['URL', 'href'], ['AbortSignal', 'aborted'], ['ReadableStream', 'locked'], ['ArrayBuffer', 'byteLength']];
 const tagOf = Object.prototype.toString;

@@ -67,6 +67,9 @@ extern "C" {
     /// The host's timer, which returns a number (browsers) or an object (Node).
     #[wasm_bindgen(js_name = setTimeout)]
     pub fn set_timeout(f: &js_sys::Function, ms: u32) -> JsValue;
+    /// The same, passing `arg` to `f` (which host timer fired).
+    #[wasm_bindgen(js_name = setTimeout)]
+    pub fn set_timeout_with(f: &js_sys::Function, ms: u32, arg: f64) -> JsValue;
     #[wasm_bindgen(js_name = clearTimeout)]
     pub fn clear_timeout(id: &JsValue);
 
@@ -121,6 +124,12 @@ extern "C" {
     /// `v instanceof` the global class numbered `class` (host.js).
     #[wasm_bindgen(js_name = isA)]
     fn is_a(v: &JsValue, class: u32) -> bool;
+    /// The global setTimeout now (host.js).
+    #[wasm_bindgen(js_name = timerNow)]
+    pub fn timer_now() -> JsValue;
+    /// Whether `f` is still the global setTimeout (host.js).
+    #[wasm_bindgen(js_name = timerIs)]
+    pub fn timer_is(f: &JsValue) -> bool;
     /// Marks an attempt's input and init as sent through the global fetch,
     /// in the one set of the realm that every client of every copy of the
     /// package shares (host.js).

@@ -381,6 +381,10 @@ describe('vitest app (Vitest 4: stormguard/testing under fake timers, and the RE
       'an open breaker refuses at once, and lets a probe through when its open period ends',
       'an order is posted exactly once per key, through a reset and a 503',
       'an order is posted exactly once, through a reset and a 503',
+      'per-test fake timers, run 1',
+      'per-test fake timers, run 2',
+      'per-test fake timers, run 3',
+      'real timers after: a stalled body times out',
       'the list is the last good copy while the API is down',
       'the list shows the last good copy when the API is down',
     ]);

@@ -2,11 +2,10 @@
 // attempts from a script, and the engine's backoff, open periods, attempt
 // timeouts and deadlines run on the host's setTimeout, so fake timers move
 // them: here node:test's MockTimers (setTimeout) and a performance.now that
-// follows it, installed once for the whole file before any
-// client, as the README says (the engine keeps one host timer per realm: one
-// set on a fake clock that a test then throws away never fires). The Vitest
-// and Jest apps in tests/apps do the same with their own fake timers
-// (tests/e2e/apps.test.mjs).
+// follows it, installed once for the whole file (node's MockTimers misplaces
+// a timer cleared after a reset; swapping clocks is fake-clock.test.mjs's).
+// The Vitest and Jest apps in tests/apps do the same with their own fake
+// timers (tests/e2e/apps.test.mjs).
 import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { createClient, CircuitOpenError, HttpError, NetworkError, TimeoutError } from '../../pkg/node.js';

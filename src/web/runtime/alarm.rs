@@ -8,7 +8,7 @@ use wasm_bindgen::JsCast;
 use super::gate::clamp_ms;
 use super::stop::Stop;
 use crate::web::convert::get;
-use crate::web::host::{clear_timeout, now_ms, set_timeout, timer_fired};
+use crate::web::host::{clear_timeout, now_ms, set_timeout_with, timer_fired, timer_is, timer_now};
 
 /// What a due alarm does.
 enum Action {
@@ -37,39 +37,74 @@ struct Due {
 struct Alarms {
     next_id: u64,
     due: Vec<Due>,
-    /// The host timer's id, its time, and when it was set.
-    armed: Option<(JsValue, f64, f64)>,
+    armed: Option<Armed>,
+    /// Numbers the host timers set, so a firing says which it is.
+    generation: f64,
+}
+
+/// The host timer the alarms are armed on.
+struct Armed {
+    id: JsValue,
+    at: f64,
+    set_at: f64,
+    generation: f64,
+    /// The global setTimeout it was set with: its clock.
+    clock: JsValue,
 }
 
 thread_local! {
     static ALARMS: RefCell<Alarms> = RefCell::new(Alarms::default());
-    static ON_ALARM: Closure<dyn FnMut()> = Closure::new(fire_alarms);
+    static ON_ALARM: Closure<dyn FnMut(f64)> = Closure::new(fire_alarms);
 }
 
 impl Alarms {
     /// Arms the host timer for `at` unless it is armed for no later.
+    ///
+    /// A host timer set on a clock that is gone (a test's fake timers,
+    /// installed or put back since: Vitest's and Jest's `useFakeTimers` /
+    /// `useRealTimers`) may never fire, and every alarm due after it would
+    /// wait for it for ever; nor does the new clock's `clearTimeout` know it.
+    /// So it is forgotten and the host timer set again on the clock of now;
+    /// if the old one fires after all, its generation is stale and it does
+    /// nothing. (`tests/e2e/fake-clock.test.mjs`.)
     fn arm(&mut self, at: f64, now: f64) {
-        if let Some((id, t, _)) = &self.armed {
-            if *t <= at {
-                return;
+        if let Some(armed) = &self.armed {
+            if timer_is(&armed.clock) {
+                if armed.at <= at {
+                    return;
+                }
+                clear_timeout(&armed.id);
             }
-            clear_timeout(id);
         }
-        let id = ON_ALARM.with(|f| set_timeout(f.as_ref().unchecked_ref(), clamp_ms(at - now)));
+        self.generation += 1.0;
+        let generation = self.generation;
+        let id = ON_ALARM
+            .with(|f| set_timeout_with(f.as_ref().unchecked_ref(), clamp_ms(at - now), generation));
         if let Ok(unref) = get(&id, "unref").and_then(|f| f.dyn_into::<js_sys::Function>()) {
             let _ = unref.call0(&id);
         }
-        self.armed = Some((id, at, now));
+        self.armed = Some(Armed {
+            id,
+            at,
+            set_at: now,
+            generation,
+            clock: timer_now(),
+        });
     }
 }
 
-fn fire_alarms() {
+fn fire_alarms(generation: f64) {
     let expired: Vec<Due> = ALARMS.with(|a| {
         let mut a = a.borrow_mut();
+        // A host timer forgotten when its clock went (see `arm`): the one
+        // armed now stands.
+        if a.armed.as_ref().is_some_and(|x| x.generation != generation) {
+            return Vec::new();
+        }
         // The host waited for the time it was armed for: evidence for the
         // clock when `performance.now` stands still.
         let now = match a.armed.take() {
-            Some((_, at, set_at)) => timer_fired(set_at, at),
+            Some(x) => timer_fired(x.set_at, x.at),
             None => now_ms(),
         };
         let (expired, pending) = std::mem::take(&mut a.due)
