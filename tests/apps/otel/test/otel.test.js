@@ -152,3 +152,12 @@ test('fetch(): a call answered 404 ends with error.type 404; identical GETs in f
   undo();
   client.close();
 });
+
+test('with no tracer or meter given, the global providers are used: calls work the same', async () => {
+  const client = await createClient({ crossTab: false, retry: { baseDelayMs: 5 } });
+  const undo = instrument(client);
+  assert.equal((await client.request(`${FAULT}/fail-first?n=1&id=otel-global-${RUN}`)).attempt, 2);
+  assert.equal((await client.fetch(`${FAULT}/status/404?id=otel-global-${RUN}`)).status, 404);
+  undo();
+  client.close();
+});
