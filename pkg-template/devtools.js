@@ -7,6 +7,9 @@
 // Everything shown comes from the client's public surface: stats(),
 // breakers() and the events (README, "Stats and events"). Text goes in
 // through textContent only: URLs and keys are data, never markup.
+//
+// The retry budget's window is not in stats(): the panel keeps its own copy
+// of it (budgetWindow, below), an estimate of the engine's.
 
 const EVENTS = ['attempt', 'retry', 'timeout', 'giveUp', 'breaker', 'fallback', 'wait'];
 const MAX_CALLS = 20;
@@ -33,6 +36,69 @@ function el(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs ?? {})) if (v !== undefined) e.setAttribute(k, String(v));
   for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return e;
+}
+
+/**
+ * The retry budget's window as the engine keeps it (README, "budget"): 10
+ * buckets of windowMs / 10 of `performance.now()`, each with the calls (first
+ * attempts) and retries (granted: planned retries and hedges, less those given
+ * back unsent) recorded in it. Fed with the 'attempt' events (a call's first
+ * attempt, once per requestId: a 401 replay sends attempt 1 again) and with
+ * stats().retries, which counts exactly the retries the budget granted and
+ * kept; joined dedupe callers send nothing and count in neither. An estimate:
+ * the engine reads its clock a little earlier than the listener runs, and a
+ * retry given back leaves the bucket it was granted in, here the newest one
+ * holding a retry.
+ */
+function budgetWindow({ ratio = 0.1, minRetries = 3, windowMs = 10000 } = {}) {
+  const width = (windowMs >= 1 ? windowMs : 1) / 10;
+  const buckets = new Map(); // bucket number -> { calls, retries }
+  let latest = -Infinity;
+  const bucketOf = (t) => (latest = Math.max(latest, Math.floor(t / width)));
+  const live = (t) => {
+    const b = bucketOf(t);
+    for (const k of buckets.keys()) if (k <= b - 10) buckets.delete(k);
+    return b;
+  };
+  const at = (t) => {
+    const b = live(t);
+    let c = buckets.get(b);
+    if (!c) buckets.set(b, (c = { calls: 0, retries: 0 }));
+    return c;
+  };
+  return {
+    call(t) { at(t).calls++; },
+    retries(t, n) {
+      if (n > 0) at(t).retries += n;
+      // Given back: from the newest buckets that hold one.
+      for (const k of [...buckets.keys()].sort((a, b) => b - a)) {
+        if (n >= 0) break;
+        const c = buckets.get(k);
+        const back = Math.min(c.retries, -n);
+        c.retries -= back;
+        n += back;
+      }
+    },
+    /**
+     * At `t`: `used` (retries in the window), `allowed` (the most the window's
+     * calls allow: minRetries + ratio × calls, whole), and `next`, whether one
+     * more retry would be granted now (the engine checks every run of the last
+     * k buckets, k = 1..10, so calls long past do not fund retries now).
+     */
+    read(t) {
+      const b = live(t);
+      let calls = 0, retries = 0, next = true;
+      for (let k = b; k > b - 10; k--) {
+        const c = buckets.get(k);
+        if (c) {
+          calls += c.calls;
+          retries += c.retries;
+        }
+        if (retries + 1 > minRetries + ratio * calls) next = false;
+      }
+      return { used: retries, allowed: Math.floor(minRetries + ratio * calls + 1e-9), calls, next, windowMs };
+    },
+  };
 }
 
 /** A duration as people read it: 20 ms, 1.5 s. */
@@ -62,13 +128,15 @@ function outcome(call) {
 }
 
 /**
- * `mountDevtools(client, element?)`: renders the panel into `element` (else a
- * floating box appended to `document.body`) and keeps it live: on every event
- * of the client and every 250 ms (open periods and holds count down). Returns
- * the function that unmounts it (unsubscribes, stops the timer, removes the
- * panel); calling it twice is harmless.
+ * `mountDevtools(client, element?, { budget? })`: renders the panel into
+ * `element` (else a floating box appended to `document.body`) and keeps it
+ * live: on every event of the client and every 250 ms (open periods and holds
+ * count down). `budget`: the client's `budget` option as it was created with
+ * it (the client does not tell it; default: the defaults; `false`: none).
+ * Returns the function that unmounts it (unsubscribes, stops the timer,
+ * removes the panel); calling it twice is harmless.
  */
-export function mountDevtools(client, element) {
+export function mountDevtools(client, element, { budget } = {}) {
   if (!client || typeof client.on !== 'function' || typeof client.stats !== 'function') {
     throw new TypeError('mountDevtools: the first argument is a stormguard client');
   }
@@ -82,8 +150,31 @@ export function mountDevtools(client, element) {
   const holds = new Map(); // key -> { reason, until }
   const log = []; // breaker transitions with no call
   const now = () => performance.now();
+  const budgetWin = budget === false ? null : budgetWindow(budget ?? {});
+  const firsts = new Set(); // requestIds whose first attempt was counted
+  let retriesSeen;
+  /** stats().retries moved on since the last look: retries granted (or given back) now. */
+  const sampleRetries = (stats) => {
+    if (retriesSeen !== undefined && budgetWin) budgetWin.retries(now(), stats.retries - retriesSeen);
+    retriesSeen = stats.retries;
+  };
+  try {
+    sampleRetries(client.stats());
+  } catch {
+    // A closed client: nothing to count.
+  }
 
   const onEvent = (e) => {
+    try {
+      sampleRetries(client.stats());
+    } catch {
+      // A closed client.
+    }
+    if (budgetWin && e.type === 'attempt' && e.attempt === 1 && !firsts.has(e.requestId)) {
+      firsts.add(e.requestId);
+      if (firsts.size > 1000) firsts.delete(firsts.values().next().value);
+      budgetWin.call(now());
+    }
     if (e.type === 'breaker' && !e.requestId) {
       log.unshift(`${e.key}: ${e.from} → ${e.to}`);
       log.length = Math.min(log.length, MAX_LOG);
@@ -125,6 +216,7 @@ export function mountDevtools(client, element) {
       // A closed client: keep the last picture.
       return;
     }
+    sampleRetries(stats);
     const t = now();
     for (const [k, h] of holds) if (h.until <= t) holds.delete(k);
 
@@ -144,6 +236,14 @@ export function mountDevtools(client, element) {
       ...[['requests', stats.requests], ['attempts', stats.attempts], ['retries', stats.retries],
         ['budgetDenied', stats.budgetDenied], ['amplification', stats.amplification.toFixed(2)]]
         .map(([k, v]) => el('td', { 'data-sg-stat': k }, `${k} ${v}`)))));
+    if (!budgetWin) parts.push(el('div', { 'data-sg-budget': 'off' }, 'budget off'));
+    else {
+      const b = budgetWin.read(t);
+      parts.push(el('div', {
+        'data-sg-budget': b.next ? 'open' : 'spent', 'data-used': b.used, 'data-allowed': b.allowed, 'data-calls': b.calls,
+      }, `budget ≈ ${b.used} / ${b.allowed} retries used in ${secs(b.windowMs)} (${b.calls} calls)`,
+      b.next ? '' : ' · next retry denied'));
+    }
     parts.push(el('h4', {}, 'Queue'));
     parts.push(el('table', {}, el('tr', {},
       ...[['inFlight', stats.inFlight], ['queued', stats.queued], ['queueRejected', stats.queueRejected]]

@@ -29,8 +29,11 @@ before(async () => {
       concurrency: { max: 1, queue: 5 },
       budget: false,
     });
-    window.unmount = mountDevtools(window.client, window.box);
-    window.settle = (p) => p.then((v) => ({ ok: true, v }), (e) => ({ ok: false, name: e.name, status: e.status, attempts: e.attempts }));
+    window.box.id = 'box';
+    window.unmount = mountDevtools(window.client, window.box, { budget: false });
+    window.settle = (p) => p.then((v) => ({ ok: true, v }), (e) => ({
+      ok: false, name: e.name, status: e.status, attempts: e.attempts, retryDenied: e.retryDenied,
+    }));
   }, servers.fault);
 });
 after(async () => {
@@ -104,6 +107,52 @@ test('the queue: a call waiting for the one slot shows as queued', async () => {
   await page.evaluate(() => { window.ctrl.abort(); return Promise.all([window.hang1, window.hang2]); });
   await page.waitForFunction(() => document.querySelector('[data-sg-stat=queued]')?.textContent === 'queued 0'
     && document.querySelector('[data-sg-stat=inFlight]')?.textContent === 'inFlight 0', null, { timeout: 5000 });
+});
+
+test('the retry budget during an outage: retries used climb to what the calls allow, then the next is denied', async () => {
+  // A client with a budget (the first has none): 2 retries plus 0.1 per call in a minute's window.
+  const budget = { ratio: 0.1, minRetries: 2, windowMs: 60000 };
+  await page.evaluate(async (b) => {
+    window.budgeted = await window.stormguard.createClient({
+      crossTab: false, retry: { maxAttempts: 2, baseDelayMs: 10, jitter: 'none' }, breaker: false, budget: b,
+    });
+    window.box2 = document.body.appendChild(document.createElement('div'));
+    window.box2.id = 'box2';
+    window.unmount2 = window.mountDevtools(window.budgeted, window.box2, { budget: b });
+  }, budget);
+  const read = () => page.$eval('#box [data-sg-budget]', (e) => ({
+    state: e.dataset.sgBudget, used: Number(e.dataset.used), allowed: Number(e.dataset.allowed), calls: Number(e.dataset.calls),
+  }));
+  const readBox2 = () => page.$eval('#box2 [data-sg-budget]', (e) => ({
+    state: e.dataset.sgBudget, used: Number(e.dataset.used), allowed: Number(e.dataset.allowed), calls: Number(e.dataset.calls),
+    text: e.textContent, denied: e.closest('[data-sg-devtools]').querySelector('[data-sg-stat=budgetDenied]').textContent,
+  }));
+  assert.equal((await read()).state, 'off', 'the first panel: its client has no budget (budget: false)');
+  assert.deepEqual(await readBox2().then(({ text, denied, ...r }) => r), { state: 'open', used: 0, allowed: 2, calls: 0 });
+  const call = (i) => page.evaluate((u) => window.settle(window.budgeted.request(u)), `${servers.fault}/status/503?id=budget-${RUN}-${i}`);
+  const wait = (want) => page.waitForFunction((w) => {
+    const e = document.querySelector('#box2 [data-sg-budget]');
+    return e && e.dataset.used === String(w.used) && e.dataset.calls === String(w.calls);
+  }, want, { timeout: 5000 });
+
+  assert.deepEqual(await call(1).then((r) => [r.name, r.attempts]), ['HttpError', 2]);
+  await wait({ used: 1, calls: 1 });
+  assert.deepEqual(await readBox2().then(({ text, denied, ...r }) => r), { state: 'open', used: 1, allowed: 2, calls: 1 });
+  assert.match((await readBox2()).text, /^budget ≈ 1 \/ 2 retries used in 60\.0 s \(1 calls\)$/);
+
+  assert.deepEqual(await call(2).then((r) => [r.name, r.attempts]), ['HttpError', 2]);
+  await wait({ used: 2, calls: 2 });
+  // 3 retries would pass 2 + 0.1 × 2: the panel says the next one is denied before it is.
+  const spent = await readBox2();
+  assert.deepEqual([spent.state, spent.used, spent.allowed, spent.denied], ['spent', 2, 2, 'budgetDenied 0']);
+  assert.match(spent.text, /next retry denied$/);
+
+  const denied = await call(3);
+  assert.deepEqual([denied.name, denied.attempts, denied.retryDenied], ['HttpError', 1, 'budget']);
+  await wait({ used: 2, calls: 3 });
+  const after = await readBox2();
+  assert.deepEqual([after.state, after.used, after.allowed, after.denied], ['spent', 2, 2, 'budgetDenied 1']);
+  await page.evaluate(() => { window.unmount2(); window.box2.remove(); });
 });
 
 test('unmount removes the panel; with no element it floats on the body', async () => {
