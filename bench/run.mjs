@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,memory,hedge,ratelimit] [-- --report-only]
+// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,blip,memory,hedge,ratelimit] [-- --report-only]
 //   storm filters, for short runs while developing (they write to results/dev/):
 //   [-- --scenarios=outage,brownout] [-- --lengths=3,10,60] [-- --profiles=steady,page-load] [-- --strategies=none,stormguard]
 //   (--strategies may name a variant the plan does not run there: it runs in extra batches; see storm.mjs filterPlan)
@@ -21,10 +21,11 @@ import { runStorm } from './storm.mjs';
 import { runMemory } from './memory.mjs';
 import { hedgeSection, runHedge } from './hedge.mjs';
 import { rateLimitSection, runRateLimit } from './ratelimit.mjs';
+import { blipSection, runBlip } from './blip.mjs';
 import { writeReport } from './report.mjs';
 import { proposalsSection } from './proposals.mjs';
 
-const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'memory', 'hedge', 'ratelimit'];
+const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'blip', 'memory', 'hedge', 'ratelimit'];
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='));
@@ -112,6 +113,7 @@ if (only.includes('storm')) {
   };
   save('storm', await timed('storm', () => runStorm({ quick, scenarios: stormFilter.scenarios, filter: stormFilter, overrides, log })));
 }
+if (only.includes('blip')) save('blip', await timed('blip', () => runBlip({ quick, log })));
 if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
 if (only.includes('hedge')) save('hedge', await timed('hedge', () => runHedge({ quick, log })));
 if (only.includes('ratelimit')) save('ratelimit', await timed('ratelimit', () => runRateLimit({ quick, log })));
@@ -138,7 +140,7 @@ const { verdicts, summary, targetTable } = writeReport(res, {
   chartsDir: outDir,
   chartsRel: partial ? '' : 'results/',
   benchmarksLink: partial ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
-  proposals: [proposalsSection(res), hedgeSection(res), rateLimitSection(res)].filter(Boolean).join('\n\n'),
+  proposals: [proposalsSection(res), blipSection(res), hedgeSection(res), rateLimitSection(res)].filter(Boolean).join('\n\n'),
 });
 
 log('\n' + summary.text + '\n');
