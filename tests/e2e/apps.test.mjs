@@ -392,14 +392,72 @@ describe('vitest app (Vitest 4: stormguard/testing under fake timers, and the RE
 });
 
 describe('otel app (stormguard/otel with the OpenTelemetry SDK 2.12 in-memory exporters, api 1.9)', () => {
+  let dir;
+  before(async () => {
+    dir = await installApp('otel');
+  });
   test('the types check; spans and metrics of a call retried twice, a hedged call and a call refused by an open breaker', async () => {
-    const dir = await installApp('otel');
     await sh(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', '.'], dir);
     const env = { ...childEnv, STORMGUARD_FAULT_URL: fault.url };
     try {
       await run(process.execPath, ['--test', '--test-reporter=spec', 'test/'], { cwd: dir, env, maxBuffer: 64 << 20 });
     } catch (e) {
       throw new Error(`the otel app's tests failed:\n${e.stdout}\n${e.stderr}`);
+    }
+  });
+
+  // "Works in the browser (web SDK) and in Node": web/main.js bundled by esbuild with the SDK, in
+  // Chromium, calling the fault server on another origin (traceparent is no CORS-safelisted header:
+  // every attempt is preflighted, and the fault server allows it).
+  test('in Chromium: a call retried twice, one call span, 3 attempt spans with resend counts, traceparent at the server on each', async () => {
+    const { build } = await import('esbuild');
+    const out = join(dir, 'web-dist');
+    await build({
+      entryPoints: [join(dir, 'web/main.js')],
+      absWorkingDir: dir,
+      bundle: true,
+      format: 'esm',
+      platform: 'browser',
+      target: 'es2022',
+      outdir: out,
+      loader: { '.wasm': 'file' },
+      logLevel: 'warning',
+    });
+    cpSync(join(dir, 'web/index.html'), join(out, 'index.html'));
+    const site = await startServer({ staticRoot: out });
+    const page = await browser.newPage();
+    const errors = watchPage(page);
+    try {
+      await page.goto(`${site.url}/`);
+      await page.waitForFunction(() => window.ready === true, null, { timeout: 10_000 });
+      const id = `otel-web-${RUN}`;
+      const r = await page.evaluate((u) => window.call(u), `${fault.url}/fail-first?n=2&id=${id}`);
+      assert.equal(r.ok, true, JSON.stringify(r));
+      assert.equal(r.body.attempt, 3);
+      const calls = r.spans.filter((s) => s.kind === 0); // INTERNAL
+      const attempts = r.spans.filter((s) => s.kind === 2).sort((a, b) => a.start - b.start); // CLIENT
+      assert.equal(calls.length, 1, JSON.stringify(r.spans.map((s) => [s.name, s.kind])));
+      const [call] = calls;
+      assert.equal(call.attributes['http.response.status_code'], 200);
+      assert.equal(call.attributes['url.full'], `${fault.url}/fail-first?n=REDACTED&id=REDACTED`);
+      assert.deepEqual(call.events.map((e) => [e.name, e.attributes['http.response.status_code']]), [['retry', 503], ['retry', 503]]);
+      assert.equal(attempts.length, 3);
+      assert.deepEqual(attempts.map((s) => s.attributes['http.request.resend_count']), [undefined, 1, 2]);
+      assert.deepEqual(attempts.map((s) => s.attributes['http.response.status_code']), [503, 503, 200]);
+      for (const s of attempts) {
+        assert.equal(s.traceId, call.traceId);
+        assert.equal(s.parentSpanId, call.spanId);
+      }
+      // What the server saw: each attempt's traceparent, the call's trace and that attempt's own span.
+      const seen = (await log(id)).map((e) => e.traceparent);
+      assert.deepEqual(seen, attempts.map((s) => `00-${call.traceId}-${s.spanId}-01`));
+      // The price in a page, as the README says: a cross-origin call with traceparent is preflighted.
+      const all = await (await fetch(`${fault.url}/_log?id=${id}`)).json();
+      assert.ok(all.some((e) => e.preflight), 'the browser asked the server first (OPTIONS) whether traceparent may be sent');
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await site.close();
     }
   });
 });

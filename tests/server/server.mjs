@@ -286,6 +286,8 @@ export async function startServer({
         query,
         t: arrival,
         idempotencyKey: req.headers['idempotency-key'] ?? null,
+        // The W3C trace context each attempt carried (stormguard/otel's tests).
+        traceparent: req.headers.traceparent ?? null,
         headers: Object.keys(req.headers),
         status: null,
         finishedAt: null,
