@@ -1440,11 +1440,14 @@ export function makeCreateClient(load) {
     }
   }
 
-  /** The engine's client for `options` and its functions, once the module is in; throws OptionsError. */
-  function build(options) {
+  /**
+   * The engine's client for `options` and its functions, once the module is in; throws OptionsError.
+   * `original`: the global fetch when the client was created (now it may be the client, installed).
+   */
+  function build(options, original) {
     let inner;
     try {
-      inner = new wasm.Client(options);
+      inner = new wasm.Client(options, original);
     } catch (d) {
       throw toError(d);
     }
@@ -1480,7 +1483,7 @@ export function makeCreateClient(load) {
       // The module is in: the client is made now, as createClient makes it.
       let made;
       try {
-        made = build(options);
+        made = build(options, original);
       } catch (e) {
         return Client.pending(() => Promise.reject(e), ms, original);
       }
@@ -1493,7 +1496,7 @@ export function makeCreateClient(load) {
           checkHost();
           wasm ??= await wait(source, ms);
         }
-        return build(options);
+        return build(options, original);
       },
       ms,
       original,

@@ -307,7 +307,12 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // call never timed out), each host timer numbered so a forgotten one that fires does nothing
 // (issue 41, stormguard/testing; runtime/alarm.rs, host.js): +263 (measured on 103,582); 105,929 as
 // built with the lines above (+193).
-const SIZE_BUDGET_BYTES = 105_929;
+// createClientSync's client installed as the global fetch before its module was in: the engine takes
+// the global fetch of the client's creation from core.js (`new Client(options, original)`) instead of
+// reading it when the module arrives, when it was the client itself and every attempt failed with
+// "the global fetch leads back to this client" (found by the Web Platform Tests' fetch/api run; client.rs,
+// transport.rs): +53, 105,982 as built.
+const SIZE_BUDGET_BYTES = 105_982;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -63,9 +63,14 @@ fn options_error(e: OptionsError) -> JsValue {
 #[wasm_bindgen]
 impl Client {
     /// Validates `options`; throws an OptionsError descriptor if invalid.
+    /// `original`: the global fetch when the client was created, if that
+    /// was before the module was in (`createClientSync`), else undefined
+    /// (read now). An attempt that comes back to the client goes there, not
+    /// to the global fetch of now (the client itself, once installed).
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<Client, JsValue> {
-        Client::build(&options).map_err(options_error)
+    pub fn created_over(options: JsValue, original: JsValue) -> Result<Client, JsValue> {
+        let original = (!original.is_undefined()).then_some(original);
+        Client::build(&options, original).map_err(options_error)
     }
 
     /// `client.request(url, options)`: resolves with the parsed body.
@@ -227,9 +232,17 @@ impl Client {
 }
 
 impl Client {
-    fn build(options: &JsValue) -> Result<Client, OptionsError> {
+    /// `new Client(options)`: the global fetch read now.
+    pub fn new(options: JsValue) -> Result<Client, JsValue> {
+        Client::created_over(options, JsValue::UNDEFINED)
+    }
+
+    fn build(options: &JsValue, original: Option<JsValue>) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
-        let transport = Transport::read(&r, None)?;
+        let mut transport = Transport::read(&r, None)?;
+        if let Some(original) = original {
+            transport.created_over(original);
+        }
         let cfg = ClientConfig::from_members(&read_client(&r)?, host())?;
         let builder = Builder::read(&r, cfg.clone(), Layer::new(None, None))?;
         let prefix = cfg

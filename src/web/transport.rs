@@ -60,6 +60,13 @@ impl Transport {
         })
     }
 
+    /// The global fetch `original` was when the client was created, read
+    /// by the caller (`createClientSync` before the module was in) rather
+    /// than now.
+    pub fn created_over(&mut self, original: JsValue) {
+        self.original = Ok(original);
+    }
+
     /// Sends one attempt: `fetch(input, init)`, or the `fetch` option
     /// called with `new Request(input, init)`.
     pub fn send(&self, input: &JsValue, init: &JsValue) -> js_sys::Promise {

@@ -611,6 +611,43 @@ test('a wrapper installed before the client it calls: the attempt fails with a T
   assert.equal((await log('fn-wrapper-first')).length, 0);
 });
 
+test('createClientSync installed as the global fetch before its wasm is in: one request on the wire', async () => {
+  // The client at once, installed at once (README: "A client at once", "Installing it as the global
+  // fetch"): its engine, made when the module arrived, took the global fetch of that moment, the client
+  // itself, for the one it was created over, so every attempt came back to it and failed with "the
+  // global fetch leads back to this client". Found by the Web Platform Tests' fetch/api run with the
+  // client installed before the test files. A fresh realm each: the module must not be in yet.
+  const { execFile } = await import('node:child_process');
+  const pkg = new URL('../../pkg/node.js', import.meta.url).href;
+  const scenario = async (stormguard, url) => {
+    const api = stormguard.createClientSync({ retry: false, crossTab: false, deadlineMs: 5000 });
+    globalThis.fetch = api.fetch;
+    const got = await fetch(url, { method: 'POST', body: 'x' }).then((r) => r.status, (e) => e.message);
+    return [got, api.stats().requests, api.stats().attempts];
+  };
+  const url = (host) => `${servers.fault}/echo?id=fn-sync-installed-${host}`;
+  const script = `
+    const scenario = ${scenario};
+    console.log(JSON.stringify(await scenario(await import(${JSON.stringify(pkg)}), ${JSON.stringify(url('node'))})));
+    process.exit(0);`;
+  const node = await new Promise((resolve) => {
+    execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 20000 }, (err, stdout) => resolve(err ? `killed: ${err.signal ?? err.code}` : stdout.trim()));
+  });
+  assert.equal(node, JSON.stringify([200, 1, 1]), 'node');
+  const fresh = await browser.newPage();
+  try {
+    await fresh.goto(`${servers.site}/README.md`);
+    const chromium = await fresh.evaluate(async ([source, u]) => {
+      const scenario = (0, eval)(`(${source})`);
+      return scenario(await import('/pkg/index.js'), u);
+    }, [String(scenario), url('page')]);
+    assert.deepEqual(chromium, [200, 1, 1], 'chromium');
+  } finally {
+    await fresh.close();
+  }
+  for (const host of ['node', 'page']) assert.equal((await log(`fn-sync-installed-${host}`)).length, 1, host);
+});
+
 test('two copies of the package (two bundles), both installed: one request on the wire', async (t) => {
   const { cpSync, mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
