@@ -29,6 +29,8 @@ pub enum RetryDenied {
     Attempts,
     /// A `beforeRetry` hook returned `false`.
     Hook,
+    /// `retry.retryOn` returned `false`.
+    Predicate,
 }
 
 impl RetryDenied {
@@ -41,6 +43,7 @@ impl RetryDenied {
             RetryDenied::RetryAfter => "retryAfter",
             RetryDenied::Attempts => "attempts",
             RetryDenied::Hook => "hook",
+            RetryDenied::Predicate => "predicate",
         }
     }
 }
@@ -86,12 +89,16 @@ pub struct RetryInput<'a> {
     pub retry_after_ms: Option<f64>,
     /// Time left before the call's deadline.
     pub remaining_ms: f64,
+    /// What `retry.retryOn` answered (`None`: not asked, or undefined).
+    pub said: Option<bool>,
 }
 
 /// Decides whether a failed attempt is retried: `Ok(wait_ms)` or why not.
 ///
 /// Checked in this order: outcome (a 2xx, a status outside `retry.statuses`
-/// and a caller abort all give `Status`: none is a retryable failure), then
+/// and a caller abort all give `Status`: none is a retryable failure; the
+/// `retry.retryOn` predicate's `false` gives `Predicate`, its `true` makes
+/// any status but a 2xx retryable, ky's `shouldRetry`), then
 /// `Method`, `Attempts`, `RetryAfter` (a Retry-After on 429/503, when
 /// `retry.retryAfter` is on, beyond `maxRetryAfterMs`), and `Deadline` (the
 /// wait, `max(backoff, Retry-After)`, would reach the deadline). Only when
@@ -105,7 +112,9 @@ pub fn plan_retry(
 ) -> Result<f64, RetryDenied> {
     let retry_after = match input.outcome {
         Outcome::Aborted => return Err(RetryDenied::Status),
-        Outcome::Status(s) if is_success_status(s) || !cfg.statuses.contains(&s) => {
+        Outcome::Status(s) if is_success_status(s) => return Err(RetryDenied::Status),
+        _ if input.said == Some(false) => return Err(RetryDenied::Predicate),
+        Outcome::Status(s) if !cfg.statuses.contains(&s) && input.said != Some(true) => {
             return Err(RetryDenied::Status)
         }
         Outcome::Status(s) if cfg.retry_after && (s == 429 || s == 503) => input.retry_after_ms,
@@ -154,6 +163,7 @@ mod tests {
             has_idempotency_key: false,
             retry_after_ms: None,
             remaining_ms: 10_000.0,
+            said: None,
         }
     }
 
@@ -170,6 +180,8 @@ mod tests {
             RetryDenied::Deadline,
             RetryDenied::RetryAfter,
             RetryDenied::Attempts,
+            RetryDenied::Hook,
+            RetryDenied::Predicate,
         ]
         .map(RetryDenied::as_str)
         .into();
@@ -181,7 +193,9 @@ mod tests {
                 "status",
                 "deadline",
                 "retryAfter",
-                "attempts"
+                "attempts",
+                "hook",
+                "predicate"
             ]
         );
     }
@@ -282,6 +296,63 @@ mod tests {
             ..post
         };
         assert_eq!(plan(&cfg(), &post_404), Err(RetryDenied::Status));
+    }
+
+    #[test]
+    fn the_predicate_overrides_the_status_rule_only() {
+        let yes = |outcome| RetryInput {
+            said: Some(true),
+            ..input(outcome)
+        };
+        // true: a status outside retry.statuses is retried, a 2xx or an abort never
+        assert_eq!(plan(&cfg(), &yes(Outcome::Status(404))), Ok(200.0));
+        assert_eq!(
+            plan(&cfg(), &yes(Outcome::Status(200))),
+            Err(RetryDenied::Status)
+        );
+        assert_eq!(
+            plan(&cfg(), &yes(Outcome::Aborted)),
+            Err(RetryDenied::Status)
+        );
+        // but never past the method, the attempts, Retry-After's cap or the deadline
+        let post = RetryInput {
+            method: "POST",
+            ..yes(Outcome::Status(404))
+        };
+        assert_eq!(plan(&cfg(), &post), Err(RetryDenied::Method));
+        let last = RetryInput {
+            attempts_made: 3,
+            ..yes(Outcome::Status(404))
+        };
+        assert_eq!(plan(&cfg(), &last), Err(RetryDenied::Attempts));
+        let far = RetryInput {
+            retry_after_ms: Some(1e9),
+            ..yes(Outcome::Status(429))
+        };
+        let no_429 = RetryConfig {
+            statuses: vec![503],
+            ..cfg()
+        };
+        assert_eq!(plan(&no_429, &far), Err(RetryDenied::RetryAfter));
+        let late = RetryInput {
+            remaining_ms: 100.0,
+            ..yes(Outcome::Status(404))
+        };
+        assert_eq!(plan(&cfg(), &late), Err(RetryDenied::Deadline));
+        // false: no retry of any failure, named so
+        for outcome in [Outcome::Status(503), Outcome::Network, Outcome::Timeout] {
+            let no = RetryInput {
+                said: Some(false),
+                ..input(outcome)
+            };
+            assert_eq!(plan(&cfg(), &no), Err(RetryDenied::Predicate));
+        }
+        // undefined: the policy decides
+        assert_eq!(
+            plan(&cfg(), &input(Outcome::Status(404))),
+            Err(RetryDenied::Status)
+        );
+        assert_eq!(plan(&cfg(), &input(Outcome::Status(503))), Ok(200.0));
     }
 
     #[test]

@@ -31,9 +31,10 @@
 //!    which end settles the round.
 //! 6. [`Guard::settle`]: the breaker sample, the rate-limit fields, a
 //!    Retry-After hold, then [`Verdict::Retry`] after a delay (back to 2) or
-//!    the end of the call. Before it, a 401 to an attempt that carried an
-//!    auth token may be replayed once ([`Guard::replay`]: back to 2, no
-//!    retry, no sample); after a `Retry`, a `beforeRetry` hook may stop it
+//!    the end of the call (weighing what the `retry.retryOn` predicate
+//!    said, asked first when [`Guard::asks_predicate`]). Before it, a 401
+//!    to an attempt that carried an auth token may be replayed once
+//!    ([`Guard::replay`]: back to 2, no retry, no sample); after a `Retry`, a `beforeRetry` hook may stop it
 //!    ([`Guard::veto_retry`]: the call fails, `retryDenied: 'hook'`).
 //!
 //! Time (`now`, `epoch`) and randomness (`rand01`) are arguments. Breaker
@@ -120,12 +121,26 @@ pub struct CallState<'a> {
     /// The Idempotency-Key the last attempt was sent with, as the host
     /// read it from the request as sent (`None`: absent or blank).
     last_key: Option<String>,
+    /// What `retry.retryOn` said of the attempt being settled.
+    said: Option<bool>,
 }
 
 impl CallState<'_> {
     /// Attempts sent so far, hedges included.
     pub fn attempts(&self) -> u32 {
         self.attempts
+    }
+
+    /// Attempts counted against `maxAttempts`: not a 401's replay, and
+    /// the probes lost while held (see `burst.rs`).
+    fn spent(&self) -> u32 {
+        self.attempts.saturating_sub(self.replays) + self.lost
+    }
+
+    /// What `retry.retryOn` answered for the attempt the next
+    /// [`Guard::settle`] settles (true, false, or `None`: undefined).
+    pub fn predicate_said(&mut self, said: Option<bool>) {
+        self.said = said;
     }
 
     /// The credentials the call sends (as the host computed them from its
@@ -375,6 +390,7 @@ impl Guard {
             who: Credentials::NONE,
             keyed: spec.has_key,
             last_key: None,
+            said: None,
         }
     }
 
@@ -2125,6 +2141,68 @@ mod tests {
         );
         g.veto_retry(&mut third);
         assert_eq!(g.stats.retries, 1);
+    }
+
+    #[test]
+    fn the_predicate_is_asked_of_retryable_failures_and_its_true_still_spends_budget() {
+        let client = one_retry_budget();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let not_found = Ended::Status {
+            status: 404,
+            retry_after: None,
+            reset_ms: None,
+        };
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        assert!(g.asks_predicate(&c, &not_found) && g.asks_predicate(&c, &Ended::Timeout));
+        assert!(!g.asks_predicate(&c, &Ended::Cancelled) && !g.asks_predicate(&c, &Ended::Success));
+        c.predicate_said(Some(true));
+        assert_eq!(
+            settle(&mut g, &mut c, &s, not_found, 0.0),
+            Verdict::Retry { delay_ms: 1000.0 }
+        );
+        // its answer is for one attempt: the next 404 is the policy's again
+        let s = send(&mut g, &mut c, 1000.0);
+        assert_eq!(
+            settle(&mut g, &mut c, &s, not_found, 1000.0),
+            Verdict::Fail {
+                denied: RetryDenied::Status
+            }
+        );
+        // true cannot spend a budget that is spent
+        let mut next = g.start(spec(&cc, "GET"), 2000.0);
+        let s = send(&mut g, &mut next, 2000.0);
+        next.predicate_said(Some(true));
+        assert_eq!(
+            settle(&mut g, &mut next, &s, not_found, 2000.0),
+            Verdict::Fail {
+                denied: RetryDenied::Budget
+            }
+        );
+        // false: a 503 is not retried
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let s = send(&mut g, &mut c, 0.0);
+        c.predicate_said(Some(false));
+        assert_eq!(
+            settle(&mut g, &mut c, &s, UNAVAILABLE, 0.0),
+            Verdict::Fail {
+                denied: RetryDenied::Predicate
+            }
+        );
+        assert_eq!(g.stats.retries, 0);
+        // never asked of a POST without a key, nor with no attempts left
+        let mut post = g.start(spec(&cc, "POST"), 0.0);
+        let _ = send(&mut g, &mut post, 0.0);
+        assert!(!g.asks_predicate(&post, &UNAVAILABLE));
+        let once = CallConfig {
+            retry: None,
+            ..cc.clone()
+        };
+        let mut c = g.start(spec(&once, "GET"), 0.0);
+        let _ = send(&mut g, &mut c, 0.0);
+        assert!(!g.asks_predicate(&c, &UNAVAILABLE));
     }
 
     /// A call started at `at` whose 503 was granted a retry, and that

@@ -33,7 +33,7 @@ impl Guard {
             if b.state(&c.spec.key, now) != BreakerState::Closed {
                 return None;
             }
-            let n = c.attempts.saturating_sub(c.replays) + c.lost;
+            let n = c.spent();
             let window = Backoff::new(c.retry.base_delay_ms, c.retry.max_delay_ms, Jitter::None)
                 .delay(n, 0.0);
             let ms = (rand01 * window).min(c.deadline.remaining(now));
@@ -51,7 +51,7 @@ impl Guard {
         c.burst = Some((burst.run, burst.lost));
         if lost > 0 {
             c.lost = c.lost.saturating_add(lost);
-            let spent = c.attempts.saturating_sub(c.replays) + c.lost;
+            let spent = c.spent();
             if spent >= c.retry.max_attempts.max(1) {
                 return Some(Admission::Stop(Stop::CircuitOpen {
                     retry_in_ms: burst.probe_in_ms,

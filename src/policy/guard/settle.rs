@@ -62,6 +62,25 @@ impl Guard {
         }
     }
 
+    /// Is `retry.retryOn` asked of an attempt that ended so (before
+    /// [`Guard::settle`], its answer given by [`CallState::predicate_said`])?
+    /// Only of a failure a retry could follow (a non-2xx, a timeout, a
+    /// network error): not an abort, a
+    /// hook's failure or a request the host refused for its own settings;
+    /// a method that may be replayed; attempts left. Its `true` overrides
+    /// only `retry.statuses` (ky's `shouldRetry`): the method, attempts,
+    /// Retry-After, deadline and budget rules still hold.
+    pub fn asks_predicate(&self, c: &CallState, end: &Ended) -> bool {
+        let failure = match end {
+            Ended::Timeout | Ended::Status { .. } | Ended::Network { offline: true } => true,
+            Ended::Network { .. } => !c.spec.refusable,
+            _ => false,
+        };
+        failure
+            && method_may_retry(&c.retry, &c.spec.method, c.keyed)
+            && c.spent() < c.retry.max_attempts
+    }
+
     /// The attempt that decides the round ended: the breaker sample, the
     /// quota announced, a Retry-After hold, then retry or not.
     #[allow(clippy::too_many_arguments)]
@@ -131,11 +150,12 @@ impl Guard {
         self.record(key, permit, s, now);
         let input = RetryInput {
             outcome,
-            attempts_made: c.attempts.saturating_sub(c.replays) + c.lost,
+            attempts_made: c.spent(),
             method: &c.spec.method,
             has_idempotency_key: c.keyed,
             retry_after_ms,
             remaining_ms: c.deadline.remaining(now),
+            said: c.said.take(),
         };
         let typical = c.backoff.clone().delay(input.attempts_made, 0.5);
         let planned = plan_retry(&c.retry, &mut c.backoff, &input, rand01);
