@@ -374,7 +374,7 @@ function startRefresh(auth, token, ms) {
  * or its parent's (sharing the parent's refreshes). `flags` tell the engine
  * what to ask: 1 each attempt (a Request of its own), 2 beforeRetry, 4 a
  * refresh on 401, 8 attempts may carry credentials the call does not show,
- * 16 header functions or a token to read before each attempt's admission.
+ * 16 header functions or a token to read before each attempt's admission, 32 retry.retryOn.
  */
 class Io {
   constructor(options, parent, home) {
@@ -399,11 +399,13 @@ class Io {
     // This client's own token, or its parent's under the names given statically since.
     [this.auth, this.authOver] = auth ? [auth, []] : [parent?.auth, [...(parent?.authOver ?? []), ...given]];
     this.deadlineMs = field(options, 'deadlineMs') ?? parent?.deadlineMs ?? 20000;
+    // The engine has checked it (OptionsError('retry.retryOn')): a function or nothing.
+    this.predicate = field(field(options, 'retry'), 'retryOn', 'retry.retryOn') ?? parent?.predicate;
     const h = this.hooks;
     const reads = this.headers.length > 0 || this.auth !== undefined;
     const adds = reads || h.beforeRequest.length > 0;
     this.flags = (adds || h.afterResponse.length ? 1 : 0) | (h.beforeRetry.length ? 2 : 0) |
-      (this.auth?.refresh ? 4 : 0) | (adds ? 8 : 0) | (reads ? 16 : 0);
+      (this.auth?.refresh ? 4 : 0) | (adds ? 8 : 0) | (reads ? 16 : 0) | (this.predicate ? 32 : 0);
   }
 
   /**
@@ -533,6 +535,12 @@ class Io {
     return true;
   }
 
+  /** `retry.retryOn`, `f` the call's (else the client's), on a failure the policy could retry: true, false or undefined. */
+  async retryOn(f, error, requestId, attempt, method, url) {
+    const v = await call(f ?? this.predicate, [{ requestId, attempt, method, url, error: toError(error) }], (e) => failed('retry.retryOn', 'threw or rejected', e));
+    return typeof v === 'boolean' ? v : undefined;
+  }
+
   /**
    * After a 401 to an attempt whose token `read` described as `seen` (the
    * token, and the refreshes finished when it was read): at once if a
@@ -646,12 +654,11 @@ function headerNames(h) {
 }
 
 /**
- * The functions of a client made with `options` (derived from `parent`'s), or null when it has
- * none; `home` the origin of its baseUrl, else of the page (none in Node without baseUrl).
+ * The functions of a client made with `options` (derived from `parent`'s); `home` the origin of
+ * its baseUrl, else of the page (none in Node without baseUrl).
  */
 function makeIo(options, parent, home) {
-  const io = new Io(options, parent, home);
-  return io.flags || io.hooks.beforeError.length ? io : null;
+  return new Io(options, parent, home); // (a call's retry.retryOn is called through it too)
 }
 
 /** The attempts every stormguard client of the realm sent through the global fetch (src/web/host.js). */

@@ -23,6 +23,15 @@ export interface RetryOptions {
    * own value never lengthens that). Default 30000.
    */
   maxRetryAfterMs?: number;
+  /**
+   * Asked after each failed attempt a retry could follow (ky's shouldRetry):
+   * true retries although the status or error class would not be (never a
+   * method that is neither idempotent nor keyed, never past maxAttempts, the
+   * budget or the deadline); false: no retry (`retryDenied: 'predicate'`);
+   * undefined: the policy decides. A throw ends the call with
+   * OptionsError('retry.retryOn'). A call's own wins over the client's.
+   */
+  retryOn?: (info: AttemptInfo & { error: StormguardError }) => boolean | undefined | Promise<boolean | undefined>;
 }
 
 /** Retries in any window <= minRetries + ratio * calls in that window. */
@@ -631,7 +640,7 @@ export function createClient(options?: ClientOptions): Promise<Client>;
  */
 export function createClientSync(options?: ClientOptions): Client;
 
-export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts' | 'hook';
+export type RetryDenied = 'budget' | 'method' | 'status' | 'deadline' | 'retryAfter' | 'attempts' | 'hook' | 'predicate';
 
 export declare class StormguardError extends Error {
   /** `fields` are copied onto the error (`cause` as Error's own). */

@@ -312,7 +312,12 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // reading it when the module arrives, when it was the client itself and every attempt failed with
 // "the global fetch leads back to this client" (found by the Web Platform Tests' fetch/api run; client.rs,
 // transport.rs): +53, 105,982 as built.
-const SIZE_BUDGET_BYTES = 105_982;
+// retry.retryOn (issue 38 item 2, ky's shouldRetry): the predicate read with a `retry` object, asked
+// before an attempt is settled (one awaited step of the call loop, driver/steps.rs `settle_end`, with
+// the attempt's error built for it) and its answer an input of plan_retry; the client's kept by the Io
+// (flag 32), which every client now has: +1,332 (measured on 105,929); 107,348 as built with the line
+// above (+34).
+const SIZE_BUDGET_BYTES = 107_348;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

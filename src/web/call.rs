@@ -12,6 +12,7 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit};
 use super::cancel::Cancel;
 use super::convert::get;
 use super::errors::CallError;
+use super::hooks::{flag, Io};
 use super::layer::Layer;
 use crate::policy::credentials::Credentials;
 use crate::policy::guard::Spec;
@@ -32,6 +33,8 @@ pub struct Call {
     pub cancel: Cancel,
     /// The client that made it: its hooks, auth, header functions.
     layer: Rc<Layer>,
+    /// Its own `retry.retryOn` (else its client's, the `Io`'s).
+    retry_on: Option<JsValue>,
     /// The header names (lower case, one per line) the call gave itself,
     /// which the client's header functions and auth token never replace.
     own: String,
@@ -61,9 +64,29 @@ impl Call {
             mode,
             cancel: Cancel::default(),
             layer,
+            retry_on: None,
             own,
             first: Cell::new(None),
             since: None,
+        }
+    }
+
+    /// The call with its `retry.retryOn`.
+    pub fn with_retry_on(mut self, f: Option<JsValue>) -> Call {
+        self.retry_on = f;
+        self
+    }
+
+    /// The `Io` to call its `retry.retryOn` through, and the function if
+    /// its own (`undefined`: its client's): none when neither has one.
+    pub fn retry_on(&self) -> Option<(&Io, JsValue)> {
+        let own = self.retry_on.clone();
+        match own {
+            Some(f) => self.layer.any_io().map(|io| (io, f)),
+            None => self
+                .layer
+                .io(flag::RETRY_ON)
+                .map(|io| (io, JsValue::UNDEFINED)),
         }
     }
 

@@ -16,7 +16,7 @@ use super::crosstab::ProbeLock;
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Decided};
-use super::host::{epoch_ms, global_target, is_offline, now_ms, rand01};
+use super::host::{global_target, is_offline, now_ms, rand01};
 use super::runtime::{Apart, EventLink, Gate, Wake};
 use crate::policy::breaker::Permit;
 use crate::policy::classify::RetryDenied;
@@ -111,22 +111,18 @@ impl Engine {
                     o.times.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
                 });
             }
-            let verdict = self.decide(&call.request_id, |g| {
-                let now = now_ms();
-                g.settle(
-                    c,
-                    send.permit,
-                    &end.as_ended(offline),
-                    quota.as_ref(),
-                    now,
-                    epoch_ms(),
-                    rand01(),
-                )
-            });
+            let (verdict, asked) =
+                Apart(self.settle_end(call, c, (&end, offline), &send, quota.as_ref())).await;
             let (err, response) = match end.into_result(&call.cancel, offline) {
                 Ok(v) => return Ok(v),
                 Err(failed) => failed,
             };
+            if let Err(e) = asked {
+                if let Some(r) = &response {
+                    fetch::discard(r);
+                }
+                return Err(e);
+            }
             let verdict =
                 Apart(self.before_retry(call, c, verdict, (&err, &response), send.attempt)).await?;
             let delay = match verdict {

@@ -144,6 +144,32 @@ impl AttemptEnd {
         }
     }
 
+    /// The error a failed attempt (a status, a network error, a timeout)
+    /// ends the call with, shown to `retry.retryOn` before it is settled.
+    pub fn error(&self, cancel: &Cancel, offline: bool) -> Option<CallError> {
+        let copy = match self {
+            AttemptEnd::Status {
+                status,
+                status_text,
+                response,
+                body,
+                ..
+            } => AttemptEnd::Status {
+                status: *status,
+                status_text: status_text.clone(),
+                retry_after: None,
+                reset_ms: None,
+                response: response.clone(),
+                body: body.clone(),
+                token: None,
+            },
+            AttemptEnd::Network(cause) => AttemptEnd::Network(cause.clone()),
+            AttemptEnd::Timeout(phase) => AttemptEnd::Timeout(*phase),
+            _ => return None,
+        };
+        copy.into_result(cancel, offline).err().map(|(e, _)| e)
+    }
+
     /// The value a call resolves with (a 2xx), or the error this attempt
     /// ends it with and, for a status, its Response (`fetch()` resolves
     /// with the last one). `offline`: the host reported no network after a

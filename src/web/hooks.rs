@@ -12,8 +12,9 @@
 //! attempt's Request, before its admission (`driver/steps.rs`: the holds,
 //! quotas, dedupe and idempotency it is judged by are those of the Request
 //! as the hooks left it), its Response (`afterResponse`, `fetch.rs`), a
-//! retry (`beforeRetry` false: `Guard::veto_retry`) and a 401
-//! (`Guard::replay`, then the shared refresh). Each promise is awaited
+//! retry (`beforeRetry` false: `Guard::veto_retry`), the `retry.retryOn`
+//! predicate before an attempt is settled (`Guard::asks_predicate`) and a
+//! 401 (`Guard::replay`, then the shared refresh). Each promise is awaited
 //! within the attempt's time or the deadline and until the call is
 //! aborted; one that rejects
 //! ends the call with what it rejected with (an `OptionsError` naming
@@ -72,6 +73,21 @@ extern "C" {
         method: &str,
         url: &str,
     ) -> Promise;
+    /// `retry.retryOn` (`f` the call's own, else undefined: the client's)
+    /// on the error of a failed attempt a retry could follow: true, false
+    /// or undefined; rejects with an OptionsError naming `retry.retryOn`
+    /// when the function threw.
+    #[wasm_bindgen(method, js_name = retryOn)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn retry_on(
+        this: &Io,
+        f: &JsValue,
+        error: &JsValue,
+        request_id: &str,
+        attempt: u32,
+        method: &str,
+        url: &str,
+    ) -> Promise;
     /// After a 401 to an attempt whose token `read` described as `seen`:
     /// resolves when a refresh of that token has finished since it was
     /// read (at once if one has), rejects with what the refresh threw. A
@@ -91,6 +107,8 @@ pub mod flag {
     pub const REFRESH: u32 = 4;
     /// Attempts may carry credentials the call's own headers do not show.
     pub const MAY_AUTHORIZE: u32 = 8;
+    /// The client has a `retry.retryOn` (a call's own needs none).
+    pub const RETRY_ON: u32 = 32;
     // (16, header functions or a token, is the wrapper's own: `Io::prepare`
     // reads them.)
 }

@@ -68,6 +68,12 @@ impl Layer {
             .map(|(io, _)| io)
     }
 
+    /// Its `Io` whatever its flags (the wrapper sets one on every client):
+    /// a call's `retry.retryOn` is called through it.
+    pub fn any_io(&self) -> Option<&Io> {
+        self.io.get().map(|(io, _)| io)
+    }
+
     /// Its attempts may carry credentials the call's own headers do not
     /// show: a token, or what a header function or hook adds.
     pub fn may_authorize(&self) -> bool {

@@ -8,6 +8,8 @@
 //! tests prove them. A getter that throws is reported as invalid, never
 //! propagated as a panic.
 
+use std::cell::RefCell;
+
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -22,6 +24,9 @@ pub struct Reader<'a> {
     /// The object, or None for `undefined`/`null` (every key absent).
     obj: Option<&'a JsValue>,
     prefix: &'a str,
+    /// `retry.retryOn`, kept aside when `retry` is read (a function: no
+    /// member of the core's tables).
+    retry_on: RefCell<Option<JsValue>>,
 }
 
 /// An object or a function: what a WebIDL dictionary may be read from.
@@ -51,7 +56,16 @@ impl<'a> Reader<'a> {
         };
         // request()'s options and fetch()'s init name their keys alike:
         // `timeoutMs`, `retry.maxAttempts`, as the range checks do.
-        Ok(Reader { obj, prefix: "" })
+        Ok(Reader {
+            obj,
+            prefix: "",
+            retry_on: RefCell::default(),
+        })
+    }
+
+    /// `retry.retryOn` as read with `retry` (after the table's members).
+    pub fn retry_on(&self) -> Option<JsValue> {
+        self.retry_on.take()
     }
 
     /// The raw value, `None` when absent (`undefined`).
@@ -140,8 +154,17 @@ impl<'a> Reader<'a> {
                 let sub = Reader {
                     obj: Some(&v),
                     prefix: &name,
+                    retry_on: RefCell::default(),
                 };
-                Some(Given::Group(sub.members(table)?))
+                let members = sub.members(table)?;
+                if k == "retry" {
+                    let f = sub.value("retryOn")?;
+                    if f.as_ref().is_some_and(|f| !f.is_function()) {
+                        return Err(OptionsError::at(&name, "retryOn", "must be a function"));
+                    }
+                    self.retry_on.replace(f);
+                }
+                Some(Given::Group(members))
             }
             _ => None,
         };

@@ -70,6 +70,8 @@ struct Common {
     cfg: CallConfig,
     idem: Option<String>,
     breaker_key: Option<String>,
+    /// The call's own `retry.retryOn` (else its client's `Io` has one).
+    retry_on: Option<JsValue>,
     /// The header names the call gives itself (lower case, one per line).
     own: String,
 }
@@ -285,6 +287,7 @@ impl Builder {
         });
         let breaker_key = r.string("breakerKey")?;
         Ok(Common {
+            retry_on: r.retry_on(),
             cfg,
             idem,
             breaker_key,
@@ -350,9 +353,8 @@ impl Builder {
         };
         let request_id = cat(&[&self.tag, "-", &decimal(engine.next_id())]);
         let layer = self.layer.clone();
-        Ok(Call::new(
-            request_id, href, spec, target, mode, layer, common.own,
-        ))
+        let call = Call::new(request_id, href, spec, target, mode, layer, common.own);
+        Ok(call.with_retry_on(common.retry_on))
     }
 }
 

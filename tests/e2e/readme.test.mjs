@@ -112,6 +112,7 @@ const JS_ONLY = {
   wasm: { words: 'the file beside the package' }, // read by the JS loader (pkg-template/core.js), not the engine
   fetch: { words: 'the global fetch at each attempt' },
   auth: { words: 'none' }, hooks: { words: 'none' }, // functions, kept by the client's wrapper (core.js Io)
+  'retry.retryOn': { words: 'none' }, // a function, kept beside the call (src/web/call.rs), called through the Io
 };
 
 test('every default in the README table equals the Rust Default impls', (t) => {

@@ -142,6 +142,12 @@ export async function calls(client: Client): Promise<void> {
     retry: false, breakerKey: 'orders', signal: new AbortController().signal,
   });
   await client.request('/x', { idempotencyKey: 'order-1', retry: { maxAttempts: 5 } });
+  await client.request('/x', { retry: { retryOn: ({ error, attempt }) => (error instanceof HttpError && attempt < 2 ? true : undefined) } });
+  await createClient({ retry: { retryOn: async () => false } });
+  // @ts-expect-error retryOn returns a boolean or undefined
+  await createClient({ retry: { retryOn: () => 'yes' } });
+  const predicate: import('stormguard').RetryDenied = 'predicate';
+  void predicate;
   // Every FetchInit field, sent as fetch sends it (issue 24).
   await client.request('https://api.example.org/me', {
     credentials: 'include', mode: 'cors', cache: 'reload', redirect: 'error', referrer: 'about:client',

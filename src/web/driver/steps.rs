@@ -1,7 +1,8 @@
 //! The steps a client's hooks and auth add to the call loop, at fixed
 //! points of it: before admission, its header functions, token and
 //! beforeRequest hooks; after a
-//! retry is planned, the `beforeRetry` hooks; after a 401 to an attempt
+//! retry is planned, the `beforeRetry` hooks (and before an attempt is
+//! settled, `retry.retryOn`); after a 401 to an attempt
 //! that carried a token, the shared refresh. What each
 //! may change is the policy core's to decide (`Guard::veto_retry`,
 //! `Guard::replay`); here the client's `Io` (`hooks.rs`) is only asked,
@@ -15,7 +16,7 @@ use super::super::engine::Engine;
 use super::super::errors::{CallError, ErrorKind};
 use super::super::fetch::{self, AttemptEnd};
 use super::super::hooks::flag;
-use super::super::host::now_ms;
+use super::super::host::{epoch_ms, now_ms, rand01};
 use super::super::runtime::{settle, Apart, Wake};
 use super::Halt;
 use crate::policy::classify::RetryDenied;
@@ -131,6 +132,49 @@ impl Engine {
         if let Some(r) = prepared.request() {
             c.key_sent(r.headers().get("Idempotency-Key").ok().flatten().as_deref());
         }
+    }
+
+    /// Settles `end` (of attempt `send`) in the policy core
+    /// (`Guard::settle`), first asking the call's `retry.retryOn` when the
+    /// core asks it (`Guard::asks_predicate`: a failure a retry could
+    /// follow), within the deadline and until the call is cancelled. Its
+    /// answer is the core's to weigh (`CallState::predicate_said`); one the
+    /// deadline came before says nothing (the deadline then denies the
+    /// retry). The verdict, and `Err` when the call ends with that instead
+    /// (the function threw, an abort): the attempt is settled all the same.
+    pub(super) async fn settle_end(
+        &self,
+        call: &Call,
+        c: &mut CallState<'_>,
+        (end, offline): (&AttemptEnd, bool),
+        send: &Attempt,
+        quota: Option<&Quota>,
+    ) -> (Verdict, Result<(), CallError>) {
+        let mut asked = Ok(());
+        if let Some((io, f)) = call.retry_on() {
+            let asks = self
+                .st
+                .borrow()
+                .guard
+                .asks_predicate(c, &end.as_ended(offline));
+            if let Some(error) = end.error(&call.cancel, offline).filter(|_| asks) {
+                let (id, method, url) = (&call.request_id, &call.spec.method, &call.url);
+                let said = io.retry_on(&f, &error.to_js(), id, send.attempt, method, url);
+                let ms = c.deadline.remaining(now_ms());
+                match call.cancel.within(ms, settle(said)).await {
+                    Ok(Ok(said)) => c.predicate_said(said.as_bool()),
+                    Ok(Err(e)) => asked = Err(CallError::new(ErrorKind::Thrown(e))),
+                    Err(Wake::Cancelled) => asked = Err(call.cancel.abort_error()),
+                    Err(_) => {}
+                }
+            }
+        }
+        let verdict = self.decide(&call.request_id, |g| {
+            let now = now_ms();
+            let ended = end.as_ended(offline);
+            g.settle(c, send.permit, &ended, quota, now, epoch_ms(), rand01())
+        });
+        (verdict, asked)
     }
 
     /// When `verdict` is a retry planned after `err` (of attempt
