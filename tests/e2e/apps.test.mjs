@@ -512,6 +512,59 @@ describe('esbuild app (no new URL rewriting: createClient({ wasm }))', () => {
   });
 });
 
+// The README's "bundled servers" item for Vite SSR: stormguard bundled into dist/server.js
+// (ssr.noExternal), run with node from another working directory.
+describe('vite-ssr app (vite build --ssr with ssr.noExternal: [\'stormguard\'], run from another folder)', () => {
+  let dir, dist, elsewhere;
+  before(async () => {
+    dir = await installApp('vite-ssr');
+    await sh(process.execPath, [join(dir, 'node_modules/vite/bin/vite.js'), 'build', '--ssr', 'src/server.js', '--logLevel', 'warn'], dir);
+    dist = join(dir, 'dist');
+    elsewhere = mkdtempSync(join(work, 'cwd-'));
+  });
+  /** Runs the bundle from `elsewhere` (neither the app nor dist/); its one line of JSON. */
+  const serve = async (id, wasm) => {
+    const args = [join(dist, 'server.js'), fault.url, `vite-ssr-${id}-${RUN}`, ...(wasm ? [wasm] : [])];
+    const { stdout } = await run(process.execPath, args, { cwd: elsewhere, env: childEnv, timeout: 30_000 });
+    return JSON.parse(stdout);
+  };
+  const wasmFile = () => join(dir, 'node_modules/stormguard/stormguard_bg.wasm');
+
+  test('stormguard is in the bundle, not imported from node_modules', () => {
+    const code = readFileSync(join(dist, 'server.js'), 'utf8');
+    assert.doesNotMatch(code, /from ["']stormguard["']/);
+  });
+
+  test('no wasm beside the bundle: an OptionsError naming the file there and the fix', async () => {
+    const r = await serve('missing');
+    assert.equal(r.ok, false, JSON.stringify(r));
+    assert.equal(r.name, 'OptionsError');
+    assert.equal(r.option, 'wasm');
+    assert.ok(r.message.includes(join(dist, 'stormguard_bg.wasm')), r.message);
+    assert.match(r.message, /ENOENT/);
+    assert.match(r.message, /copy stormguard_bg\.wasm beside the bundle/);
+  });
+
+  test("the README's recipe: stormguard_bg.wasm copied beside the bundle, a call retried through a failure", async () => {
+    cpSync(wasmFile(), join(dist, 'stormguard_bg.wasm'));
+    try {
+      const r = await serve('copied');
+      assert.equal(r.ok, true, JSON.stringify(r));
+      assert.equal(r.body.attempt, 2);
+    } finally {
+      rmSync(join(dist, 'stormguard_bg.wasm'));
+    }
+  });
+
+  test('a relative wasm path is read from the bundle\'s folder, not the current directory', async () => {
+    mkdirSync(join(dist, 'wasm'), { recursive: true });
+    cpSync(wasmFile(), join(dist, 'wasm/stormguard_bg.wasm'));
+    const r = await serve('relative', 'wasm/stormguard_bg.wasm');
+    assert.equal(r.ok, true, JSON.stringify(r));
+    assert.equal(r.body.attempt, 2);
+  });
+});
+
 // The README's worker.js, as written, in Vite and webpack builds.
 describe('worker app (the README\'s Web Worker snippet, in Vite 8 and webpack 5)', () => {
   let dir, browserPage, errors;
