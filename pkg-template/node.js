@@ -32,12 +32,14 @@ function readFix(e, path) {
   if (globalThis.Deno && /^(NotCapable|PermissionDenied)$/.test(e?.name ?? '')) {
     return `Deno needs read access to it: run with --allow-read=${path} (or --allow-read), or import the ` +
       "module, which needs none: import source wasm from 'stormguard/stormguard_bg.wasm'; " +
-      'createClient({ wasm }) (README, "Frameworks and tools")';
+      'createClient({ wasm }) (README, "Bun, Deno, Cloudflare Workers and bundled servers")';
   }
+  // Not readFileSync('node_modules/...'): that path is read from the current directory, which a
+  // bundle run from another folder does not share (tests/e2e/apps.test.mjs, vite-ssr).
   return 'A bundler may have moved this file without the .wasm beside it: copy stormguard_bg.wasm beside the ' +
-    'bundle, or pass the module yourself, ' +
-    "createClient({ wasm: readFileSync('node_modules/stormguard/stormguard_bg.wasm') }) " +
-    '(README, "Frameworks and tools")';
+    "bundle, or give its path, createClient({ wasm: '/srv/app/stormguard_bg.wasm' }) (a relative path is " +
+    "read from the bundle's folder, never the current directory) " +
+    '(README, "Bun, Deno, Cloudflare Workers and bundled servers")';
 }
 
 /** A file's bytes, checked; OptionsError naming the path and the fix when it cannot be read. */

@@ -543,6 +543,9 @@ describe('vite-ssr app (vite build --ssr with ssr.noExternal: [\'stormguard\'], 
     assert.ok(r.message.includes(join(dist, 'stormguard_bg.wasm')), r.message);
     assert.match(r.message, /ENOENT/);
     assert.match(r.message, /copy stormguard_bg\.wasm beside the bundle/);
+    // Its other fix must work from here too: no path read from the current directory.
+    assert.doesNotMatch(r.message, /readFileSync\('node_modules/);
+    assert.match(r.message, /a relative path is read from the bundle's folder/);
   });
 
   test("the README's recipe: stormguard_bg.wasm copied beside the bundle, a call retried through a failure", async () => {
