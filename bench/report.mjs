@@ -139,6 +139,32 @@ export function evaluateTargets(res, who = 'stormguard') {
       });
     }
   }
+  if (res.firstload && who === 'stormguard') {
+    const sg = res.firstload.builds.stormguard;
+    const ky = res.firstload.builds.ky;
+    for (const [c, pctMax] of [['slow', 10], ['slow-cpu', 15]]) {
+      const a = sg?.conditions[c]?.firstDataMs.median;
+      const b = ky?.conditions[c]?.firstDataMs.median;
+      if (a === undefined || b === undefined) continue;
+      out.push({
+        area: 'first load',
+        target: `first data, ${res.firstload.conditions[c].label}: within ${pctMax} % of ky's (median, issue 39)`,
+        measured: `${Math.round(a)} ms vs ky ${Math.round(b)} ms (${a >= b ? '+' : ''}${fixed((100 * (a - b)) / b, 1)} %)`,
+        met: a <= b * (1 + pctMax / 100),
+      });
+    }
+    // the package's share: the stormguard build's critical path less the plain fetch build's (the same app)
+    const crit = (b) => Object.values(res.firstload.builds[b]?.conditions ?? {})[0]?.criticalBytes;
+    if (crit('stormguard') !== undefined && crit('fetch') !== undefined) {
+      const extra = crit('stormguard') - crit('fetch');
+      out.push({
+        area: 'first load',
+        target: 'the package\'s JS + wasm on the critical path <= 25 KB gzip (stormguard build less plain fetch build, issue 39)',
+        measured: `${kb(extra)} (${kb(crit('stormguard'))} - ${kb(crit('fetch'))}; ky's build: +${kb(crit('ky') - crit('fetch'))})`,
+        met: extra <= 25 * 1024,
+      });
+    }
+  }
   if (res.storm) out.push(...stormVerdicts(res.storm, who));
   return out;
 }
@@ -171,6 +197,15 @@ export function summary(res) {
       const g = (n) => (cpu[n] ? `${cpu[n].medianUs.toFixed(0)} µs` : '—');
       rows.push(['CPU per call, stub fetch, median', g('stormguard'), g('raw'), '—', g('ky'), g('cockatiel')]);
     }
+  }
+  if (res.firstload) {
+    const F = res.firstload;
+    for (const c of Object.keys(F.conditions)) {
+      const g = (b) => (F.builds[b]?.conditions[c] ? `${Math.round(F.builds[b].conditions[c].firstDataMs.median)} ms` : '—');
+      rows.push([`first data, ${F.conditions[c].label}, median`, g('stormguard'), g('fetch'), '—', g('ky'), '—']);
+    }
+    const k = (b) => (F.builds[b] ? kb(Object.values(F.builds[b].conditions)[0].criticalBytes) : '—');
+    rows.push(['first load: app JS + wasm before 1st request, gzip', k('stormguard'), k('fetch'), '—', k('ky'), '—']);
   }
   if (res.storm) {
     // the rows of the anchors' set-up: 10 s faults, the steady poller (else the first case there is)

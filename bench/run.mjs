@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,blip,memory,hedge,ratelimit] [-- --report-only]
+// npm run bench [-- --quick] [-- --only=size,startup,overhead,storm,blip,memory,hedge,ratelimit,firstload] [-- --report-only]
 //   storm filters, for short runs while developing (they write to results/dev/):
 //   [-- --scenarios=outage,brownout] [-- --lengths=3,10,60] [-- --profiles=steady,page-load] [-- --strategies=none,stormguard]
 //   (--strategies may name a variant the plan does not run there: it runs in extra batches; see storm.mjs filterPlan)
@@ -22,10 +22,11 @@ import { runMemory } from './memory.mjs';
 import { hedgeSection, runHedge } from './hedge.mjs';
 import { rateLimitSection, runRateLimit } from './ratelimit.mjs';
 import { blipSection, runBlip } from './blip.mjs';
+import { firstloadSection, runFirstload } from './firstload.mjs';
 import { writeReport } from './report.mjs';
 import { proposalsSection } from './proposals.mjs';
 
-const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'blip', 'memory', 'hedge', 'ratelimit'];
+const SECTIONS = ['size', 'startup', 'overhead', 'storm', 'blip', 'memory', 'hedge', 'ratelimit', 'firstload'];
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='));
@@ -117,6 +118,7 @@ if (only.includes('blip')) save('blip', await timed('blip', () => runBlip({ quic
 if (only.includes('memory')) save('memory', await timed('memory', () => runMemory({ quick, log })));
 if (only.includes('hedge')) save('hedge', await timed('hedge', () => runHedge({ quick, log })));
 if (only.includes('ratelimit')) save('ratelimit', await timed('ratelimit', () => runRateLimit({ quick, log })));
+if (only.includes('firstload')) save('firstload', await timed('firstload', () => runFirstload({ quick, log })));
 
 // sections not run this time come from the previous run's JSON, and the report says so
 const loaded = [];
@@ -140,7 +142,7 @@ const { verdicts, summary, targetTable } = writeReport(res, {
   chartsDir: outDir,
   chartsRel: partial ? '' : 'results/',
   benchmarksLink: partial ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
-  proposals: [proposalsSection(res), blipSection(res), hedgeSection(res), rateLimitSection(res)].filter(Boolean).join('\n\n'),
+  proposals: [proposalsSection(res), blipSection(res), hedgeSection(res), rateLimitSection(res), firstloadSection(res)].filter(Boolean).join('\n\n'),
 });
 
 log('\n' + summary.text + '\n');
