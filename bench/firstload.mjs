@@ -2,7 +2,8 @@
 // TanStack Query v5 + zod; each load a login POST and 2 GETs against an API on
 // loopback) built four ways from the packed tarball (`npm pack ./pkg`): plain
 // fetch, ky, axios + axios-retry and stormguard (the README's TanStack Query
-// recipe: createClientSync(), nothing awaited before the first render).
+// recipe: createClientSync(), nothing awaited before the first render), and
+// stormguard again with the README's Vite plugin that preloads the wasm.
 // Production builds (`vite build`), served gzip-compressed (zlib level 6) by a
 // server of this process, loaded in headless Chromium with the cache disabled
 // (a fresh context per load and Network.setCacheDisabled).
@@ -32,8 +33,14 @@ import { benchDir, buildDir, fixed, kb, summarize } from './lib.mjs';
 
 const run = promisify(execFile);
 export const appDir = join(benchDir, 'apps/firstload');
-export const FIRSTLOAD_BUILDS = ['fetch', 'ky', 'axios', 'stormguard'];
-export const BUILD_LABELS = { fetch: 'plain fetch', ky: 'ky', axios: 'axios + axios-retry', stormguard: 'stormguard' };
+export const FIRSTLOAD_BUILDS = ['fetch', 'ky', 'axios', 'stormguard', 'stormguard-preload'];
+export const BUILD_LABELS = {
+  fetch: 'plain fetch',
+  ky: 'ky',
+  axios: 'axios + axios-retry',
+  stormguard: 'stormguard',
+  'stormguard-preload': "stormguard + the README's preload plugin",
+};
 export const CONDITIONS = {
   unthrottled: { label: 'unthrottled', network: null, cpu: 1 },
   slow: { label: '1.6 Mbps / 750 kbps / 150 ms RTT', network: { latency: 150, down: 1.6e6, up: 750e3 }, cpu: 1 },
@@ -184,6 +191,7 @@ function pageTimes() {
     loginEnd: login ? login.responseEnd : null,
     apiEnd: Math.max(...apiEntries.map((e) => e.responseEnd)),
     requests: apiEntries.length,
+    wasmFetches: code.filter((e) => path(e).endsWith('.wasm')).length,
   };
 }
 
@@ -212,14 +220,24 @@ async function loadOnce(browser, url, cond) {
     const err = await page.evaluate(() => window.firstDataError);
     if (err) throw new Error(`${url}: ${err}`);
     const t = await page.evaluate(pageTimes);
+    // for the breakdown: what compiling the wasm alone costs on this CPU (after the load; not streamed)
+    t.compileMs = await page.evaluate(async () => {
+      const e = performance.getEntriesByType('resource').find((x) => new URL(x.name).pathname.endsWith('.wasm'));
+      if (!e) return null;
+      const bytes = await (await fetch(e.name)).arrayBuffer();
+      const t0 = performance.now();
+      await WebAssembly.compile(bytes);
+      return performance.now() - t0;
+    });
     if (t.requests !== 3) throw new Error(`${url}: ${t.requests} API requests, expected 3 (a login and 2 GETs)`);
+    if (t.wasmFetches > 1) throw new Error(`${url}: the wasm was downloaded ${t.wasmFetches} times`);
     return t;
   } finally {
     await context.close();
   }
 }
 
-const BREAKDOWN = ['htmlEnd', 'jsStart', 'jsEnd', 'appStart', 'wasmStart', 'wasmEnd', 'engineReady', 'firstRequest', 'loginEnd', 'apiEnd', 'firstData'];
+const BREAKDOWN = ['htmlEnd', 'jsStart', 'jsEnd', 'appStart', 'wasmStart', 'wasmEnd', 'engineReady', 'firstRequest', 'loginEnd', 'apiEnd', 'firstData', 'compileMs'];
 
 /**
  * The benchmark: `builds` x `conditions`, `loads` cold loads each (medians). Quick (CI): stormguard and ky,
@@ -296,10 +314,13 @@ export function firstloadTable(r, { md = false } = {}) {
 
 /** Where the time goes before the first data: medians of each moment, ms from navigation start. */
 export function breakdownTable(r) {
-  const lines = ['medians, ms from navigation start: html end | js start | js end | app start | wasm start | wasm end | engine ready | 1st request | login end | api end | first data'];
+  const lines = [
+    'medians, ms from navigation start: html end | js start | js end | app start | wasm start | wasm end | engine ready | 1st request | login end | api end | first data',
+    '  (then: the wasm compiled alone after the load, WebAssembly.compile of its bytes, ms)',
+  ];
   for (const [b, x] of Object.entries(r.builds)) {
     for (const [c, y] of Object.entries(x.conditions)) {
-      lines.push(`${b.padEnd(10)} ${c.padEnd(11)} ${BREAKDOWN.map((k) => (y.breakdown[k] === null ? '—' : Math.round(y.breakdown[k]))).join(' | ')}`);
+      lines.push(`${b.padEnd(18)} ${c.padEnd(11)} ${BREAKDOWN.map((k) => (y.breakdown[k] === null ? '—' : Math.round(y.breakdown[k]))).join(' | ')}`);
     }
   }
   return lines;
