@@ -4,6 +4,8 @@
 // descriptors into class instances and guards the client after close().
 // It also holds anySignal and schemaKey, which the React and Vue hooks share.
 
+import { IoFlag } from './stormguard.js';
+
 const BRAND = Symbol.for('stormguard.error');
 
 /**
@@ -372,9 +374,10 @@ function startRefresh(auth, token, ms) {
 /**
  * A client's functions: its own after its parent's (`extend`), its `auth`
  * or its parent's (sharing the parent's refreshes). `flags` tell the engine
- * what to ask: 1 each attempt (a Request of its own), 2 beforeRetry, 4 a
- * refresh on 401, 8 attempts may carry credentials the call does not show,
- * 16 header functions or a token to read before each attempt's admission, 32 retry.retryOn.
+ * what to ask, in the bits the wasm exports (`IoFlag`, src/web/hooks.rs). The
+ * methods that run hooks get the attempt's context from the engine as one
+ * object, `{ requestId, attempt, method, url }` (made for that call), and
+ * give it to the hooks as it is or with their own members added.
  */
 class Io {
   constructor(options, parent, home) {
@@ -402,10 +405,11 @@ class Io {
     // The engine has checked it (OptionsError('retry.retryOn')): a function or nothing.
     this.predicate = field(field(options, 'retry'), 'retryOn', 'retry.retryOn') ?? parent?.predicate;
     const h = this.hooks;
-    const reads = this.headers.length > 0 || this.auth !== undefined;
-    const adds = reads || h.beforeRequest.length > 0;
-    this.flags = (adds || h.afterResponse.length ? 1 : 0) | (h.beforeRetry.length ? 2 : 0) |
-      (this.auth?.refresh ? 4 : 0) | (adds ? 8 : 0) | (reads ? 16 : 0) | (this.predicate ? 32 : 0);
+    // Header functions or a token to read before each attempt's admission.
+    this.reads = this.headers.length > 0 || this.auth !== undefined;
+    const adds = this.reads || h.beforeRequest.length > 0;
+    this.flags = (adds || h.afterResponse.length ? IoFlag.PerAttempt : 0) | (h.beforeRetry.length ? IoFlag.BeforeRetry : 0) |
+      (this.auth?.refresh ? IoFlag.Refresh : 0) | (adds ? IoFlag.MayAuthorize : 0) | (this.predicate ? IoFlag.RetryOn : 0);
   }
 
   /**
@@ -482,16 +486,16 @@ class Io {
    * What one attempt sends, settled before its admission (README,
    * "hooks"): a copy of `input` (a Request, or a URL with
    * `init`) with what `read` gives set on it (never over the call's own
-   * headers, `own`), then the beforeRequest hooks. `{ request, seen }`:
+   * headers, `own`; the token by the context's `url`), then the
+   * beforeRequest hooks, each given `info`. `{ request, seen }`:
    * the Request as it will be sent, whose credentials and Idempotency-Key
    * admission judges, and `read`'s `seen` (undefined: no token of the
    * client's sent).
    */
-  async prepare(input, init, own, requestId, attempt, method, url) {
+  async prepare(input, init, own, info) {
     let request = input instanceof Request ? input.clone() : new Request(input, { ...init, signal: null });
-    const pre = this.flags & 16 ? await this.read(request.headers, own, url) : undefined;
+    const pre = this.reads ? await this.read(request.headers, own, info.url) : undefined;
     for (const [name, value] of pre?.pairs ?? []) request.headers.set(name, value);
-    const info = { requestId, attempt, method, url };
     for (const f of this.hooks.beforeRequest) {
       const next = await call(f, [request, info], (e) => failed('hooks', 'beforeRequest threw', e));
       if (next === undefined || next === null) continue;
@@ -513,8 +517,7 @@ class Io {
    * so one that reads the body leaves the call's own unread, and may return
    * a Response to use instead.
    */
-  async after(request, response, requestId, attempt, method, url) {
-    const info = { requestId, attempt, method, url };
+  async after(request, response, info) {
     for (const f of this.hooks.afterResponse) {
       const next = await call(f, [request, response.clone(), info], (e) => failed('hooks', 'afterResponse threw', e));
       if (next === undefined || next === null) continue;
@@ -527,8 +530,9 @@ class Io {
   }
 
   /** The beforeRetry hooks, for a retry the policy allows after `error` (a descriptor): false stops it. */
-  async retry(error, delayMs, requestId, attempt, method, url) {
-    const info = { requestId, attempt, method, url, error: toError(error), delayMs };
+  async retry(error, delayMs, info) {
+    info.error = toError(error);
+    info.delayMs = delayMs;
     for (const f of this.hooks.beforeRetry) {
       if ((await call(f, [info], (e) => failed('hooks', 'beforeRetry threw', e))) === false) return false;
     }
@@ -536,8 +540,9 @@ class Io {
   }
 
   /** `retry.retryOn`, `f` the call's (else the client's), on a failure the policy could retry: true, false or undefined. */
-  async retryOn(f, error, requestId, attempt, method, url) {
-    const v = await call(f ?? this.predicate, [{ requestId, attempt, method, url, error: toError(error) }], (e) => failed('retry.retryOn', 'threw or rejected', e));
+  async retryOn(f, error, info) {
+    info.error = toError(error);
+    const v = await call(f ?? this.predicate, [info], (e) => failed('retry.retryOn', 'threw or rejected', e));
     return typeof v === 'boolean' ? v : undefined;
   }
 
@@ -558,7 +563,7 @@ class Io {
   /** This client's functions, for calls whose 401 never waits for a refresh (made inside one). */
   withoutRefresh() {
     const io = Object.create(this);
-    io.flags = this.flags & ~4;
+    io.flags = this.flags & ~IoFlag.Refresh;
     return io;
   }
 
@@ -1092,7 +1097,7 @@ class Client {
 
   /** The wasm client a call made now goes through: the bare one inside a refresh() this client may start. */
   #via() {
-    if (!(this.#io?.flags & 4) || !insideRefresh()) return this.#c;
+    if (!(this.#io?.flags & IoFlag.Refresh) || !insideRefresh()) return this.#c;
     return (this.#bare ??= this.#c.extend({}, this.#io.withoutRefresh()));
   }
 }

@@ -317,7 +317,11 @@ console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw
 // the attempt's error built for it) and its answer an input of plan_retry; the client's kept by the Io
 // (flag 32), which every client now has: +1,332 (measured on 105,929); 107,348 as built with the line
 // above (+34).
-const SIZE_BUDGET_BYTES = 107_348;
+// One definition per protocol across the seam (issue 38 item 3): the Io's flag bits exported from
+// the wasm (the glue's IoFlag, +33 of it its reverse mapping), host classes and request.js's answers
+// as wasm-bindgen string enums (names, not numbers: a table of each in the glue), the hook context
+// one object made by the engine: +148 (wasm -40, JS +188), 107,496 as built.
+const SIZE_BUDGET_BYTES = 107_496;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -10,7 +10,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
-use super::convert::get;
+use super::convert::{get, Obj};
 use super::errors::CallError;
 use super::hooks::{flag, Io};
 use super::layer::Layer;
@@ -114,6 +114,18 @@ impl Call {
     /// The header names the call gave itself, lower case, one per line.
     pub fn own(&self) -> &str {
         &self.own
+    }
+
+    /// Attempt `attempt`'s context as its client's hooks see it (README,
+    /// "Hooks"), made anew for each call of the `Io` that runs them:
+    /// `{ requestId, attempt, method, url }`.
+    pub fn context(&self, attempt: u32) -> JsValue {
+        let o = Obj::new();
+        o.set("requestId", self.request_id.as_str())
+            .set("attempt", attempt)
+            .set("method", self.spec.method.as_str())
+            .set("url", self.url.as_str());
+        o.into_js()
     }
 
     /// GET and HEAD: what they fetch is named by the URL (and headers)

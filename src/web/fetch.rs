@@ -379,12 +379,6 @@ async fn run(
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let (id, n, method, url) = (
-        &call.request_id,
-        at.send.attempt,
-        &call.spec.method,
-        &call.url,
-    );
     let io = call.layer().io(flag::PER_ATTEMPT);
     let own = at.leg.prepared.request().map(Target::request);
     let token = at.leg.prepared.seen();
@@ -392,7 +386,7 @@ async fn run(
     let target = own.as_ref().unwrap_or(&call.target);
     let mut value = settle(send(transport, target, signal, at.leg.hedge)?).await?;
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
-        match settle(io.after(request, &value, id, n, method, url)).await {
+        match settle(io.after(request, &value, &call.context(at.send.attempt))).await {
             Ok(v) => value = v,
             Err(e) => {
                 discard(&value);

@@ -26,68 +26,44 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     /// `Io` of `pkg-template/core.js`. Its methods are async functions:
-    /// they return a promise and never throw.
+    /// they return a promise and never throw. Each one that runs hooks
+    /// gets the attempt's context as one object (`Call::context`:
+    /// `{ requestId, attempt, method, url }`, made for that call of it),
+    /// which its hooks are given as it is, or with the method's own
+    /// members added (`beforeRetry`'s `error` and `delayMs`).
     pub type Io;
+    /// What it asks of the engine: [`IoFlag`] bits, read once.
     #[wasm_bindgen(method, getter)]
     pub fn flags(this: &Io) -> u32;
     /// `{ request, seen }`: what one attempt sends, settled before its
     /// admission: `input` (and `init`) copied, with what the header
     /// functions and the token give (never over a header named in `own`;
-    /// the token only to the auth's origins),
+    /// the token only to the auth's origins, by the context's `url`),
     /// through the beforeRequest hooks; `seen`: the token sent and the
     /// refreshes finished when it was read, opaque here (undefined: no
     /// token of the client's sent).
     #[wasm_bindgen(method)]
-    #[allow(clippy::too_many_arguments)]
     pub fn prepare(
         this: &Io,
         input: &JsValue,
         init: &JsValue,
         own: &str,
-        request_id: &str,
-        attempt: u32,
-        method: &str,
-        url: &str,
+        context: &JsValue,
     ) -> Promise;
     /// The Response to use (`afterResponse`); rejects with a TypeError
     /// (a network error) for a `Response.error()`, with an OptionsError
     /// for a hook that failed.
     #[wasm_bindgen(method)]
-    pub fn after(
-        this: &Io,
-        request: &JsValue,
-        response: &JsValue,
-        request_id: &str,
-        attempt: u32,
-        method: &str,
-        url: &str,
-    ) -> Promise;
+    pub fn after(this: &Io, request: &JsValue, response: &JsValue, context: &JsValue) -> Promise;
     /// `false`: a `beforeRetry` hook stops the retry.
     #[wasm_bindgen(method)]
-    pub fn retry(
-        this: &Io,
-        error: &JsValue,
-        delay_ms: f64,
-        request_id: &str,
-        attempt: u32,
-        method: &str,
-        url: &str,
-    ) -> Promise;
+    pub fn retry(this: &Io, error: &JsValue, delay_ms: f64, context: &JsValue) -> Promise;
     /// `retry.retryOn` (`f` the call's own, else undefined: the client's)
     /// on the error of a failed attempt a retry could follow: true, false
     /// or undefined; rejects with an OptionsError naming `retry.retryOn`
     /// when the function threw.
     #[wasm_bindgen(method, js_name = retryOn)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn retry_on(
-        this: &Io,
-        f: &JsValue,
-        error: &JsValue,
-        request_id: &str,
-        attempt: u32,
-        method: &str,
-        url: &str,
-    ) -> Promise;
+    pub fn retry_on(this: &Io, f: &JsValue, error: &JsValue, context: &JsValue) -> Promise;
     /// After a 401 to an attempt whose token `read` described as `seen`:
     /// resolves when a refresh of that token has finished since it was
     /// read (at once if one has), rejects with what the refresh threw. A
@@ -97,18 +73,32 @@ extern "C" {
     pub fn refreshed(this: &Io, seen: &JsValue, remaining_ms: f64) -> Promise;
 }
 
-/// What a client's `Io` asks of the engine (its `flags`, read once).
-pub mod flag {
+/// What a client's `Io` asks of the engine, the bits of its `flags`.
+/// Exported to the wrapper (the glue's `IoFlag`), which sets them by
+/// these names: the one numbering both sides use.
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+pub enum IoFlag {
     /// Each attempt sends a Request of its own (header functions, a token,
     /// beforeRequest or afterResponse hooks).
-    pub const PER_ATTEMPT: u32 = 1;
-    pub const BEFORE_RETRY: u32 = 2;
+    PerAttempt = 1,
+    /// `beforeRetry` hooks.
+    BeforeRetry = 2,
     /// A 401 to an attempt that carried the token is replayed after a refresh.
-    pub const REFRESH: u32 = 4;
+    Refresh = 4,
     /// Attempts may carry credentials the call's own headers do not show.
-    pub const MAY_AUTHORIZE: u32 = 8;
+    MayAuthorize = 8,
     /// The client has a `retry.retryOn` (a call's own needs none).
-    pub const RETRY_ON: u32 = 32;
-    // (16, header functions or a token, is the wrapper's own: `Io::prepare`
-    // reads them.)
+    RetryOn = 16,
+}
+
+/// [`IoFlag`]'s bits, for [`Layer::io`](super::layer::Layer::io).
+pub mod flag {
+    use super::IoFlag;
+
+    pub const PER_ATTEMPT: u32 = IoFlag::PerAttempt as u32;
+    pub const BEFORE_RETRY: u32 = IoFlag::BeforeRetry as u32;
+    pub const REFRESH: u32 = IoFlag::Refresh as u32;
+    pub const MAY_AUTHORIZE: u32 = IoFlag::MayAuthorize as u32;
+    pub const RETRY_ON: u32 = IoFlag::RetryOn as u32;
 }

@@ -31,24 +31,24 @@ export function timerIs(f) {
   return f === globalThis.setTimeout;
 }
 
-// Each class and a getter of its prototype that throws for anything but its instances.
-const CLASSES = [['Request', 'url'], ['URL', 'href'], ['AbortSignal', 'aborted'], ['ReadableStream', 'locked'], ['ArrayBuffer', 'byteLength']];
+// By each class's global name (host.rs, `Class`): a getter of its prototype
+// that throws for anything but its instances.
+const BRANDS = { Request: 'url', URL: 'href', AbortSignal: 'aborted', ReadableStream: 'locked', ArrayBuffer: 'byteLength' };
 const tagOf = Object.prototype.toString;
 
 /**
- * `v instanceof` the global class numbered `c` (host.rs, `Class`), looked
+ * `v instanceof` the global class named `name` (host.rs, `Class`), looked
  * up as it is now, or an instance of that class from another realm (an
  * iframe's Request, whose signal fetch honours): its tag says so and the
  * class's brand-checking getter accepts it. False instead of a throw (a
  * Proxy whose getPrototypeOf trap throws, a host without that class).
  */
-export function isA(v, c) {
-  const [name, member] = CLASSES[c];
+export function isA(v, name) {
   try {
     const C = globalThis[name];
     if (v instanceof C) return true;
     if (typeof v !== 'object' || v === null || apply(tagOf, v, []) !== `[object ${name}]`) return false;
-    apply(Reflect.getOwnPropertyDescriptor(C.prototype, member).get, v, []);
+    apply(Reflect.getOwnPropertyDescriptor(C.prototype, BRANDS[name]).get, v, []);
     return true;
   } catch {
     return false;
@@ -77,20 +77,21 @@ export function markSent(input, init) {
 }
 
 /**
- * For a `fetch(input, init)` of the client `who`: 0 when neither is an
- * attempt's; 1 when one is, to pass on (now passed by `who`); 2 when `who`
- * passed that attempt on before: the global fetch it passes to leads back
- * to it (a wrapper installed before the client was created, calling it),
- * and passing it again would loop for ever, one microtask after another.
+ * For a `fetch(input, init)` of the client `who` (host.rs, `Sent`): 'no'
+ * when neither is an attempt's; 'pass on' when one is (now passed by `who`);
+ * 'came back' when `who` passed that attempt on before: the global fetch it
+ * passes to leads back to it (a wrapper installed before the client was
+ * created, calling it), and passing it again would loop for ever, one
+ * microtask after another.
  */
 export function wasSent(input, init, who) {
   const v = sent.has(input) ? input : sent.has(init) ? init : undefined;
-  if (v === undefined) return 0;
+  if (v === undefined) return 'no';
   let by = sent.get(v);
   if (by === undefined) sent.set(v, (by = new WeakSet()));
-  if (by.has(who)) return 2;
+  if (by.has(who)) return 'came back';
   by.add(who);
-  return 1;
+  return 'pass on';
 }
 
 /**

@@ -121,9 +121,9 @@ extern "C" {
     /// as the page first had it, never `f`'s own `call` or `bind`).
     #[wasm_bindgen(js_name = fetchLater)]
     fn fetch_later_js(f: &JsValue, input: &JsValue, init: &JsValue) -> js_sys::Promise;
-    /// `v instanceof` the global class numbered `class` (host.js).
+    /// `v instanceof` the global class named `class` (host.js).
     #[wasm_bindgen(js_name = isA)]
-    fn is_a(v: &JsValue, class: u32) -> bool;
+    fn is_a(v: &JsValue, class: Class) -> bool;
     /// The global setTimeout now (host.js).
     #[wasm_bindgen(js_name = timerNow)]
     pub fn timer_now() -> JsValue;
@@ -135,10 +135,10 @@ extern "C" {
     /// package shares (host.js).
     #[wasm_bindgen(js_name = markSent)]
     fn mark_sent_js(input: &JsValue, init: &JsValue);
-    /// Whether `input` or `init` is an attempt's of any client of the realm
-    /// (1), one that `who` passed on before (2), or neither (0).
+    /// Whether `input` or `init` is an attempt's of any client of the realm,
+    /// one that `who` passed on before, or neither (host.js).
     #[wasm_bindgen(js_name = wasSent)]
-    fn was_sent_js(input: &JsValue, init: &JsValue, who: &JsValue) -> u32;
+    fn was_sent_js(input: &JsValue, init: &JsValue, who: &JsValue) -> Sent;
     /// What the Request constructor threw, with no userinfo or header
     /// value in its message (host.js).
     #[wasm_bindgen(js_name = withoutSecrets)]
@@ -151,10 +151,22 @@ pub fn mark_sent(input: &JsValue, init: &JsValue) {
     mark_sent_js(input, init);
 }
 
-/// Whether `input` or `init` is an attempt's, of any client of the realm
-/// (1), one that `who` (a client's own object) passed on before: its way to
-/// the network leads back to it (2), or neither (0).
-pub fn was_sent(input: &JsValue, init: &JsValue, who: &JsValue) -> u32 {
+/// What host.js's `wasSent` says of a `fetch(input, init)` (its words are
+/// these names: a string enum, passed as its index).
+#[wasm_bindgen]
+#[derive(Clone, Copy, PartialEq)]
+pub enum Sent {
+    /// Neither is an attempt's.
+    No = "no",
+    /// One is an attempt's, of any client of the realm: to pass on.
+    PassOn = "pass on",
+    /// One is an attempt that `who` (a client's own object) passed on
+    /// before: its way to the network leads back to it.
+    CameBack = "came back",
+}
+
+/// Whether `input` or `init` is an attempt's (see [`Sent`]).
+pub fn was_sent(input: &JsValue, init: &JsValue, who: &JsValue) -> Sent {
     was_sent_js(input, init, who)
 }
 
@@ -302,20 +314,23 @@ pub fn uuid_v4() -> String {
     s
 }
 
-/// The host classes [`instance_of`] tells apart (host.js numbers them alike).
+/// The host classes [`instance_of`] tells apart, by their global names:
+/// host.js gets the name (a string enum, passed as its index) and looks the
+/// class up by it.
+#[wasm_bindgen]
 #[derive(Clone, Copy)]
 pub enum Class {
-    Request = 0,
-    Url = 1,
-    AbortSignal = 2,
-    ReadableStream = 3,
-    ArrayBuffer = 4,
+    Request = "Request",
+    Url = "URL",
+    AbortSignal = "AbortSignal",
+    ReadableStream = "ReadableStream",
+    ArrayBuffer = "ArrayBuffer",
 }
 
 /// `v instanceof` the host's `class` as it is now; false instead of a throw
 /// (a Proxy whose `getPrototypeOf` trap throws, a host without the class).
 pub fn instance_of(v: &JsValue, class: Class) -> bool {
-    is_a(v, class as u32)
+    is_a(v, class)
 }
 
 /// `navigator.onLine === false`: the host knows it has no network. A host

@@ -8,57 +8,57 @@
  * undefined): the URL's own values of each name go, then every pair is
  * added (pairs that repeat a name all go out); undefined values are
  * skipped, as ky and axios skip them, numbers written as JS writes them.
- * 0, or what is wrong (request.rs turns it into the OptionsError): 1 not
- * an object, 2 unreadable, 3 not [name, value] pairs, 4 a number that is
- * not finite, 5 a value that is no string, number or boolean.
+ * 'set', or what is wrong, in the words of request.rs's `Query` (which
+ * turns it into the OptionsError).
  */
 export function setQuery(url, query) {
-  if (typeof query !== 'object') return 1;
+  if (typeof query !== 'object') return 'not an object';
   const named = [];
   try {
     const list = typeof query[Symbol.iterator] === 'function' ? Array.from(query) : Object.entries(query);
     for (const pair of list) {
-      if (!Array.isArray(pair) || pair.length !== 2) return 3;
+      if (!Array.isArray(pair) || pair.length !== 2) return 'not pairs';
       const k = pair[0];
       const v = pair[1];
       const t = typeof v;
       if (t === 'undefined') continue;
-      if (t === 'number' ? !isFinite(v) : t !== 'string' && t !== 'boolean') return t === 'number' ? 4 : 5;
+      if (t === 'number' ? !isFinite(v) : t !== 'string' && t !== 'boolean') return t === 'number' ? 'not finite' : 'not a scalar';
       named.push([typeof k === 'string' ? k : '', String(v)]);
     }
   } catch {
-    return 2;
+    return 'unreadable';
   }
   const params = url.searchParams;
   for (const [k] of named) params.delete(k);
   for (const [k, v] of named) params.append(k, v);
-  return 0;
+  return 'set';
 }
 
 /**
- * A request() body as sent (request.rs, `target`): plain objects (null
- * prototype too) and arrays as JSON, with `content-type: application/json`
- * unless `headers` has one; every other BodyInit as it is. Throws 1 when
- * its prototype cannot be read, 2 when it cannot be encoded as JSON, 3 for
- * a `stream` (a ReadableStream) the host would send as its text.
+ * A request() body set on `init` as sent (request.rs, `target`): plain
+ * objects (null prototype too) and arrays as JSON, with `content-type:
+ * application/json` unless `headers` has one; every other BodyInit as it
+ * is. 'set', or what is wrong, in the words of request.rs's `Body`: its
+ * prototype cannot be read, it cannot be encoded as JSON, or it is a
+ * `stream` (a ReadableStream) the host would send as its text.
  */
-export function encodeBody(body, headers, stream) {
-  if (stream && !streamsBodies()) throw 3;
-  let step = 1;
+export function encodeBody(init, body, headers, stream) {
+  if (stream && !streamsBodies()) return 'stream as text';
+  let step = 'unreadable';
   try {
-    if (!Array.isArray(body)) {
-      if (typeof body !== 'object' || body === null) return body;
-      const proto = Object.getPrototypeOf(body);
-      if (proto !== null && proto !== Object.prototype) return body;
+    if (Array.isArray(body) || (typeof body === 'object' && body !== null && plain(Object.getPrototypeOf(body)))) {
+      step = 'not JSON';
+      body = JSON.stringify(body);
+      if (!headers.has('content-type')) headers.set('content-type', 'application/json');
     }
-    step = 2;
-    body = JSON.stringify(body);
   } catch {
-    throw step;
+    return step;
   }
-  if (!headers.has('content-type')) headers.set('content-type', 'application/json');
-  return body;
+  init.body = body;
+  return 'set';
 }
+
+const plain = (proto) => proto === null || proto === Object.prototype;
 
 let streams;
 /**

@@ -401,7 +401,7 @@ fn target(
             if stream {
                 let _ = js_sys::Reflect::set(&init, &"duplex".into(), &"half".into());
             }
-            init.set_body(&encode_body(&body, &headers, stream)?);
+            encode_body(&init, &body, &headers, stream)?;
             let request = Request::new_with_str_and_init(href, &init)
                 .map_err(|_| OptionsError::new("body", "cannot be sent with this method"))?;
             Ok(Target::request(request))
@@ -496,20 +496,32 @@ fn check_headers(headers: &[(String, Option<String>)], option: &str) -> Result<(
 
 #[wasm_bindgen(module = "/src/web/request.js")]
 extern "C" {
-    /// `query` set on the URL (request.js): 0, or what is wrong with it.
+    /// `query` set on the URL (request.js), or what is wrong with it.
     #[wasm_bindgen(js_name = setQuery)]
-    fn set_query_js(url: &Url, query: &JsValue) -> u32;
-    /// The body as sent (request.js); throws 1, 2 or 3 for what is wrong.
-    #[wasm_bindgen(js_name = encodeBody, catch)]
-    fn encode_body_js(
-        body: &JsValue,
-        headers: &Headers,
-        stream: bool,
-    ) -> std::result::Result<JsValue, JsValue>;
+    fn set_query_js(url: &Url, query: &JsValue) -> Query;
+    /// The body set on `init` as sent (request.js), or what is wrong with it.
+    #[wasm_bindgen(js_name = encodeBody)]
+    fn encode_body_js(init: &RequestInit, body: &JsValue, headers: &Headers, stream: bool) -> Body;
     /// A `Headers`' fields as text (request.js): `\nname:value` each with
     /// `values`, else `name\n` each.
     #[wasm_bindgen(js_name = headerLines)]
     fn header_lines(headers: &Headers, values: bool) -> String;
+}
+
+/// What request.js's `setQuery` says of a `query` option (its words are
+/// these names: a string enum, passed as its index).
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+enum Query {
+    Set = "set",
+    NotObject = "not an object",
+    Unreadable = "unreadable",
+    /// Neither an object nor an iterable of [name, value] pairs.
+    NotPairs = "not pairs",
+    /// A number that is not finite.
+    NotFinite = "not finite",
+    /// A value that is no string, number or boolean.
+    NotScalar = "not a scalar",
 }
 
 /// Sets each name of `query` on the URL, replacing any value the URL
@@ -522,29 +534,41 @@ fn set_query(url: &Url, query: &JsValue) -> Result<()> {
         return Ok(());
     }
     let reason = match set_query_js(url, query) {
-        0 => return Ok(()),
-        1 => "must be an object",
-        2 => "could not be read",
-        3 => "must be an object or [name, value] pairs",
+        Query::Set => return Ok(()),
+        Query::NotObject => "must be an object",
+        Query::NotPairs => "must be an object or [name, value] pairs",
         // The policy core's words for a value of the wrong kind.
-        4 => return query_value(Scalar::Number(f64::NAN)),
-        _ => return query_value(Scalar::Other),
+        Query::NotFinite => return query_value(Scalar::Number(f64::NAN)),
+        Query::NotScalar => return query_value(Scalar::Other),
+        _ => "could not be read",
     };
     Err(OptionsError::new("query", reason))
 }
 
-/// Plain objects and arrays go as JSON; every other BodyInit as it is
-/// (request.js, which measured smaller than the same in wasm).
-fn encode_body(body: &JsValue, headers: &Headers, stream: bool) -> Result<JsValue> {
-    encode_body_js(body, headers, stream).map_err(|code| {
-        let reason = match code.as_f64() {
-            Some(1.0) => "could not be read",
-            // Firefox and Safari take a stream for a string.
-            Some(3.0) => {
-                "cannot be a ReadableStream here: this browser sends \"[object ReadableStream]\""
-            }
-            _ => "could not be encoded as JSON",
-        };
-        OptionsError::new("body", reason)
-    })
+/// What request.js's `encodeBody` says of a body (its words are these
+/// names: a string enum, passed as its index).
+#[wasm_bindgen]
+#[derive(Clone, Copy)]
+enum Body {
+    Set = "set",
+    /// Its prototype could not be read.
+    Unreadable = "unreadable",
+    NotJson = "not JSON",
+    /// A ReadableStream the host would send as its text.
+    StreamAsText = "stream as text",
+}
+
+/// Plain objects and arrays go as JSON, every other BodyInit as it is,
+/// set on `init` (request.js, which measured smaller than the same in wasm).
+fn encode_body(init: &RequestInit, body: &JsValue, headers: &Headers, stream: bool) -> Result<()> {
+    let reason = match encode_body_js(init, body, headers, stream) {
+        Body::Set => return Ok(()),
+        Body::Unreadable => "could not be read",
+        // Firefox and Safari take a stream for a string.
+        Body::StreamAsText => {
+            "cannot be a ReadableStream here: this browser sends \"[object ReadableStream]\""
+        }
+        _ => "could not be encoded as JSON",
+    };
+    Err(OptionsError::new("body", reason))
 }

@@ -24,7 +24,7 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::host::{current_fetch, fetch_later, mark_sent, new_request, was_sent};
+use super::host::{current_fetch, fetch_later, mark_sent, new_request, was_sent, Sent};
 use super::options::Reader;
 use crate::policy::options::OptionsError;
 
@@ -94,8 +94,8 @@ impl Transport {
     pub fn returned(&self, input: &JsValue, init: &JsValue) -> Option<js_sys::Promise> {
         let ours = |v: &JsValue| v.is_object() && self.sent.has(v.unchecked_ref());
         match was_sent(input, init, &self.id) {
-            0 if !ours(init) && !ours(input) => None,
-            2 => Some(js_sys::Promise::reject(&js_sys::TypeError::new(
+            Sent::No if !ours(init) && !ours(input) => None,
+            Sent::CameBack => Some(js_sys::Promise::reject(&js_sys::TypeError::new(
                 "stormguard: the global fetch leads back to this client",
             ))),
             _ => Some(fetch_later(self.original.clone(), input, init)),

@@ -59,8 +59,7 @@ impl Engine {
             return Ok(Prepared(JsValue::UNDEFINED));
         };
         let (input, init) = call.target.parts();
-        let (id, method, url) = (&call.request_id, &call.spec.method, &call.url);
-        let asked = settle(io.prepare(&input, &init, call.own(), id, attempt, method, url));
+        let asked = settle(io.prepare(&input, &init, call.own(), &call.context(attempt)));
         match call
             .cancel
             .within(deadline.remaining(now_ms()), asked)
@@ -158,8 +157,7 @@ impl Engine {
                 .guard
                 .asks_predicate(c, &end.as_ended(offline));
             if let Some(error) = end.error(&call.cancel, offline).filter(|_| asks) {
-                let (id, method, url) = (&call.request_id, &call.spec.method, &call.url);
-                let said = io.retry_on(&f, &error.to_js(), id, send.attempt, method, url);
+                let said = io.retry_on(&f, &error.to_js(), &call.context(send.attempt));
                 let ms = c.deadline.remaining(now_ms());
                 match call.cancel.within(ms, settle(said)).await {
                     Ok(Ok(said)) => c.predicate_said(said.as_bool()),
@@ -197,8 +195,7 @@ impl Engine {
         };
         let now = now_ms();
         let error = err.to_js();
-        let (id, method, url) = (&call.request_id, &call.spec.method, &call.url);
-        let asked = settle(io.retry(&error, delay_ms, id, attempt, method, url));
+        let asked = settle(io.retry(&error, delay_ms, &call.context(attempt)));
         let answer = call.cancel.within(c.deadline.remaining(now), asked).await;
         if let Ok(Ok(go)) = &answer {
             if go.as_bool() != Some(false) {
