@@ -150,7 +150,7 @@ impl From<CallError> for Halt {
 }
 
 /// What one attempt sends, settled before its admission
-/// (`Engine::prepare`): what the client's `Io` gave, `{ request, seen }`
+/// (`driver::prepare`): what the client's `Io` gave, `{ request, seen }`
 /// (`Io::prepare`), or undefined for a client without one, whose attempts
 /// send the call's own target.
 pub struct Prepared(pub JsValue);

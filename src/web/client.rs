@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use super::cancel::CancelReason;
 use super::convert::to_js;
 use super::crosstab::CrossTab;
+use super::driver;
 use super::engine::Engine;
 use super::errors::CallError;
 use super::hooks::{flag, Io};
@@ -306,7 +307,7 @@ impl Client {
                 }
                 signal => (None, signal),
             };
-            let run = engine.clone().call(call, signal);
+            let run = driver::call(engine.clone(), call, signal);
             let make = make.clone();
             let (check, engine) = (check.take(), engine.clone());
             spawn(async move {

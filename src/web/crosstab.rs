@@ -10,7 +10,7 @@
 //! (`navigator.locks`, `ifAvailable`), or where there is none a short lease
 //! in LocalStorage. A tab that finds another holding it waits for that
 //! tab's news, looking at the lock again now and then (the half-open hold,
-//! README, "breaker.halfOpenProbes"; `probe.rs`).
+//! README, "breaker.halfOpenProbes"; `driver/admission.rs`).
 //!
 //! Clients in the same realm (one page running many clients, as the demo
 //! and the benchmarks do) ignore each other's messages: they model separate

@@ -3,75 +3,168 @@
 //! decision (see `src/policy/guard.rs` for the steps). Nothing here decides
 //! whether to send, retry or stop; it waits, sends, and turns the core's
 //! answers into the errors and events users see.
+//!
+//! A call is driven by a [`Drive`]: its engine, the call and its state in
+//! the policy core, which every step of the loop reads. The steps live
+//! beside it: `admission.rs` (admission and its waits: the online wait,
+//! holds, the half-open hold, the probe lock, a concurrency slot),
+//! `round.rs` (a round of attempts: the attempt and its hedges) and
+//! `steps.rs` (the client's hooks, auth and `retry.retryOn`).
+//!
+//! [`Guard`]: crate::policy::guard::Guard
+
+use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
+use web_sys::AbortSignal;
 
+mod admission;
+mod round;
 mod steps;
 
+use steps::prepare;
 use steps::Step;
 
 pub(super) use super::call::Halt;
-use super::call::{Call, Prepared};
+use super::call::{Call, Mode, Prepared, ResponseType};
+use super::cancel::CancelReason;
 use super::crosstab::ProbeLock;
+use super::dedupe::{Flight, Lead, Waiter};
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
 use super::fetch::{self, AttemptEnd, Decided};
-use super::host::{global_target, is_offline, now_ms, rand01};
-use super::runtime::{Apart, EventLink, Gate, Wake};
+use super::host::{is_offline, now_ms};
+use super::runtime::{Apart, Wake};
 use crate::policy::breaker::Permit;
 use crate::policy::classify::RetryDenied;
-use crate::policy::deadline::Deadline;
-use crate::policy::guard::{Admission, Attempt, CallState, Phase, Stop, Verdict};
+use crate::policy::guard::{Attempt, CallState, Guard, Phase, Verdict};
 use crate::policy::href::described;
-use crate::policy::limiter::Acquire;
 
-/// What a call holding a half-open probe permit does after asking for
-/// the cross-tab probe lock (see `probe.rs`).
-pub(super) enum Probed {
-    /// Send the probe, holding the lock if there is one.
-    Go(Option<ProbeLock>),
-    /// Another tab's probe decided the key (or a probe permit came back
-    /// here): give the permit back and ask again.
-    Again,
-}
-
-fn circuit_open(call: &Call, retry_in_ms: f64) -> CallError {
-    CallError::new(ErrorKind::CircuitOpen {
-        key: call.spec.key.clone(),
-        retry_in_ms,
-    })
-}
-
-fn offline_error(denied: Option<RetryDenied>) -> CallError {
-    let mut e = CallError::new(ErrorKind::Network {
-        cause: JsValue::UNDEFINED,
-        offline: true,
+/// Runs a call to its end as its caller sees it: refused once the
+/// client is closed, cancelled by the caller's signal and by `close()`,
+/// and sharing the network call of an identical GET already in flight.
+pub async fn call(
+    engine: Rc<Engine>,
+    call: Call,
+    signal: Option<AbortSignal>,
+) -> Result<JsValue, JsValue> {
+    let mut call = call;
+    // A closed client shares nothing: run_linked refuses the call.
+    let key = match &call.mode {
+        Mode::Request {
+            share: Some(key), ..
+        } if !engine.is_closed() => Some(key.clone()),
+        _ => None,
+    };
+    let key = match key {
+        Some(key) => Apart(steps::shared_key(&engine, &mut call, key, signal.as_ref())).await,
+        None => None,
+    };
+    let Some(key) = key else {
+        return Apart(run_linked(engine, call, signal)).await;
+    };
+    // A shared call's attempts, for what its caller checks afterwards.
+    let mine = call.cancel.clone();
+    let mut me = Waiter {
+        request_id: call.request_id.clone(),
+        started_ms: call.since().unwrap_or_else(now_ms),
+        deadline_ms: None,
+        about: described(&call.spec.method, &call.url),
+    };
+    // A cancelled flight (its last caller aborted) is ending: a new
+    // caller starts a flight of its own instead of inheriting the abort.
+    if let Some(f) = engine.flight(&key) {
+        engine.st.borrow_mut().guard.joined();
+        // A joiner's own deadline still holds; the first caller's is
+        // the network call's.
+        me.deadline_ms = Some(call.spec.cfg.deadline_ms);
+        let seat = f.seat();
+        let attempts = f.cancel.clone();
+        let out = Apart(f.join(seat, signal, me)).await;
+        mine.begin_attempt(attempts.attempts());
+        return caller_done(&engine, out);
+    }
+    let copy_response = call.mode.response_type() == Some(ResponseType::Response);
+    let flight = Rc::new(Flight::new(copy_response));
+    engine.add_flight(key.clone(), flight.clone());
+    let (e, f) = (engine.clone(), flight.clone());
+    let network = Box::pin(async move {
+        let mut call = call;
+        call.cancel = f.cancel.clone();
+        let outcome = Apart(run_linked(e.clone(), call, None)).await;
+        e.end_flight(&key, &f);
+        outcome
     });
-    e.retry_denied = denied;
-    e
+    let seat = flight.seat();
+    let attempts = flight.cancel.clone();
+    let out = Lead {
+        network: Some(network),
+        join: Box::pin(flight.clone().join(seat.clone(), signal, me)),
+        flight,
+        seat,
+        answer: None,
+    }
+    .await;
+    mine.begin_attempt(attempts.attempts());
+    caller_done(&engine, out)
 }
 
-impl Engine {
+/// What a caller of a shared network call got: each caller is a call
+/// of its own in `stats().failures` (one may abort while the others
+/// get the answer, or all get the same error).
+fn caller_done(engine: &Engine, out: Result<JsValue, JsValue>) -> Result<JsValue, JsValue> {
+    if out.is_err() {
+        engine.st.borrow_mut().guard.failed();
+    }
+    out
+}
+
+async fn run_linked(
+    engine: Rc<Engine>,
+    call: Call,
+    signal: Option<AbortSignal>,
+) -> Result<JsValue, JsValue> {
+    let Some(id) = engine.enter(call.layer(), &call.cancel) else {
+        call.cancel.cancel(CancelReason::Closed);
+        return Err(call.cancel.abort_error().to_js());
+    };
+    let _link = call.cancel.follow(signal.as_ref());
+    let result = Apart(Drive::run(&engine, &call)).await;
+    engine.leave(id);
+    result
+}
+
+/// One call as the loop drives it: its engine, the call, and its state in
+/// the policy core.
+pub(super) struct Drive<'a> {
+    engine: &'a Engine,
+    call: &'a Call,
+    c: CallState<'a>,
+}
+
+impl<'a> Drive<'a> {
     /// Runs a call to its end: resolves with the value of its last attempt
     /// or rejects with a descriptor of the reason it stopped.
-    pub async fn run(&self, call: &Call) -> Result<JsValue, JsValue> {
+    async fn run(engine: &'a Engine, call: &'a Call) -> Result<JsValue, JsValue> {
         // A call whose first attempt was settled before it was shared began then.
         let since = call.since().unwrap_or_else(now_ms);
-        let mut c = self.st.borrow_mut().guard.start(&call.spec, since);
-        let result = Apart(self.attempts(call, &mut c)).await;
+        let c = engine.st.borrow_mut().guard.start(&call.spec, since);
+        let mut d = Drive { engine, call, c };
+        let result = Apart(d.attempts()).await;
+        let Drive { mut c, .. } = d;
         result.map_err(|e| {
             let attempts = c.attempts();
             let e = e
                 .stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()))
                 .about(described(&call.spec.method, &call.url));
-            let guard = &mut self.st.borrow_mut().guard;
+            let guard = &mut engine.st.borrow_mut().guard;
             guard.retry_unsent(&mut c);
             // A shared network call's callers are counted one by one
-            // (`Engine::call`): each ends its own way.
+            // (`driver::call`): each ends its own way.
             if !call.mode.is_shared() {
                 guard.failed();
             }
-            self.events.emit_call("giveUp", call, attempts, &|o| {
+            engine.events.emit_call("giveUp", call, attempts, &|o| {
                 o.times.elapsed_ms = Some(e.elapsed_ms);
                 o.outcome.status = e.status();
                 o.outcome.error_name = Some(e.name());
@@ -80,14 +173,21 @@ impl Engine {
         })
     }
 
-    async fn attempts(&self, call: &Call, c: &mut CallState<'_>) -> Result<JsValue, CallError> {
+    /// Asks the policy core about this call ([`Engine::decide`]).
+    fn decide<R>(&mut self, ask: impl FnOnce(&mut Guard, &mut CallState<'a>) -> R) -> R {
+        let c = &mut self.c;
+        self.engine.decide(&self.call.request_id, |g| ask(g, c))
+    }
+
+    async fn attempts(&mut self) -> Result<JsValue, CallError> {
+        let call = self.call;
         // The error a retry was planned after: if the deadline passes before
         // the retry can start (a timer that fired late), the call ends with
         // it, as the planner would have, not with a bare TimeoutError.
         let mut last: Option<CallError> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
-            let (sent, _probe_lock, prepared) = match Apart(self.admitted(call, c)).await {
+            let (sent, _probe_lock, prepared) = match Apart(self.admitted()).await {
                 Ok(sent) => sent,
                 Err(Halt::Error(e)) => return Err(e),
                 Err(Halt::OutOfTime) => {
@@ -99,20 +199,23 @@ impl Engine {
                     })
                 }
             };
-            let Decided { end, send, quota } = Apart(self.round(call, c, sent, &prepared)).await;
-            let end = match Apart(self.after_401(call, c, end, &send, quota.as_ref())).await {
+            let Decided { end, send, quota } = Apart(self.round(sent, &prepared)).await;
+            let end = match Apart(self.after_401(end, &send, quota.as_ref())).await {
                 Step::Settle(end) => end,
                 Step::Replay => continue,
                 Step::Done(done) => return done,
             };
             let offline = matches!(end, AttemptEnd::Network(_)) && is_offline();
             if let AttemptEnd::Timeout(_) = end {
-                self.events.emit_call("timeout", call, send.attempt, &|o| {
-                    o.times.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
-                });
+                let c = &self.c;
+                self.engine
+                    .events
+                    .emit_call("timeout", call, send.attempt, &|o| {
+                        o.times.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
+                    });
             }
             let (verdict, asked) =
-                Apart(self.settle_end(call, c, (&end, offline), &send, quota.as_ref())).await;
+                Apart(self.settle_end((&end, offline), &send, quota.as_ref())).await;
             let (err, response) = match end.into_result(&call.cancel, offline) {
                 Ok(v) => return Ok(v),
                 Err(failed) => failed,
@@ -124,7 +227,7 @@ impl Engine {
                 return Err(e);
             }
             let verdict =
-                Apart(self.before_retry(call, c, verdict, (&err, &response), send.attempt)).await?;
+                Apart(self.before_retry(verdict, (&err, &response), send.attempt)).await?;
             let delay = match verdict {
                 Verdict::Retry { delay_ms } => delay_ms,
                 Verdict::End => return Err(err),
@@ -139,11 +242,13 @@ impl Engine {
             if let Some(resp) = &response {
                 fetch::discard(resp);
             }
-            self.events.emit_call("retry", call, send.attempt, &|o| {
-                o.times.delay_ms = Some(delay);
-                o.outcome.status = err.status();
-                o.outcome.error_name = Some(err.name());
-            });
+            self.engine
+                .events
+                .emit_call("retry", call, send.attempt, &|o| {
+                    o.times.delay_ms = Some(delay);
+                    o.outcome.status = err.status();
+                    o.outcome.error_name = Some(err.name());
+                });
             // fetch() resolves with a final Response, never rejects with an
             // HttpError: its deadline stays a TimeoutError.
             let http_from_fetch = call.mode.is_fetch() && response.is_some();
@@ -155,151 +260,36 @@ impl Engine {
     }
 
     /// Settles what the attempt sends (the client's header functions,
-    /// token and beforeRequest hooks, holding nothing: `Engine::prepare`),
+    /// token and beforeRequest hooks, holding nothing: [`prepare`]),
     /// whose credentials the holds it obeys are those of, waits until the
     /// policy core lets the call send, then takes its probe lock (a
     /// half-open probe, across tabs: held until the attempt ends) and a
     /// concurrency slot: the attempt to send, and what it sends.
-    async fn admitted(
-        &self,
-        call: &Call,
-        c: &mut CallState<'_>,
-    ) -> Result<(Attempt, Option<ProbeLock>, Prepared), Halt> {
+    async fn admitted(&mut self) -> Result<(Attempt, Option<ProbeLock>, Prepared), Halt> {
+        let call = self.call;
         let prepared = match call.take_first() {
             Some(first) => first?,
-            None => Apart(self.prepare(call, &c.deadline, c.attempts() + 1)).await?,
+            None => Apart(prepare(call, &self.c.deadline, self.c.attempts() + 1)).await?,
         };
-        Engine::judge(call, c, &prepared);
-        let (permit, probe_lock) = self.admission(call, c).await?;
-        if let Err(e) = self.acquire_slot(call, &c.deadline).await {
-            self.give_back(call, c, permit);
+        self.judge(&prepared);
+        let (permit, probe_lock) = self.admission().await?;
+        if let Err(e) = self.acquire_slot().await {
+            self.give_back(permit);
             return Err(e.into());
         }
         // A slot (or a lock) that came right at the deadline: no attempt
         // with nothing left to run in.
-        match self.decide(&call.request_id, |g| g.begin(c, permit, now_ms())) {
+        match self.decide(|g, c| g.begin(c, permit, now_ms())) {
             Some(send) => Ok((send, probe_lock, prepared)),
             None => {
-                self.release_slot();
+                self.engine.release_slot();
                 Err(Halt::OutOfTime)
             }
         }
     }
 
     /// The call admitted with `permit` makes no attempt after all.
-    fn give_back(&self, call: &Call, c: &CallState<'_>, permit: Option<Permit>) {
-        self.decide(&call.request_id, |g| g.abandon(c, permit, now_ms()));
-    }
-
-    /// Asks the policy core until it lets the call go (with its breaker
-    /// permit, and the probe lock a half-open probe holds), waiting as it
-    /// says: for the host to come online, out a hold, or for a half-open
-    /// probe's outcome (here or in another tab).
-    async fn admission(
-        &self,
-        call: &Call,
-        c: &mut CallState<'_>,
-    ) -> Result<(Option<Permit>, Option<ProbeLock>), Halt> {
-        loop {
-            if call.cancel.is_cancelled() {
-                return Err(call.cancel.abort_error().into());
-            }
-            let admission = self.decide(&call.request_id, |g| {
-                g.admit(c, now_ms(), is_offline(), rand01())
-            });
-            // Every wait but the probe lock's is one wait on a gate here:
-            // what opens it is set up first (an `online` listener, the
-            // probe's queue), and undone after.
-            let (gate, ms, online, probe) = match admission {
-                Admission::Go(permit) => {
-                    match Apart(self.probe_lock(call, c, permit)).await {
-                        Ok(Probed::Go(lock)) => return Ok((permit, lock)),
-                        // Another tab's probe decided: give the permit back, ask again.
-                        Ok(Probed::Again) => self.give_back(call, c, permit),
-                        Err(halt) => {
-                            self.give_back(call, c, permit);
-                            return Err(halt);
-                        }
-                    }
-                    continue;
-                }
-                // While the host is offline no attempt is made: the call
-                // waits for the `online` event within its deadline (where
-                // the host has no event target to listen on, it fails at
-                // once with an offline NetworkError).
-                Admission::Online => {
-                    let Some(target) = global_target() else {
-                        return Err(offline_error(None).into());
-                    };
-                    let gate = Gate::new();
-                    let g = gate.clone();
-                    let link = EventLink::once(&target, "online", move || g.open(Wake::Done));
-                    let ms = c.deadline.remaining(now_ms());
-                    (gate, ms, Some(link), None)
-                }
-                Admission::Wait { ms, why, announce } => {
-                    if announce {
-                        self.events.emit_call("wait", call, c.attempts() + 1, &|o| {
-                            o.times.delay_ms = Some(ms);
-                            o.outcome.reason = Some(why.as_str());
-                            o.breaker.key = Some(&call.spec.key);
-                        });
-                    }
-                    (Gate::new(), ms, None, None)
-                }
-                // Held while the key's probe is out: until its outcome
-                // releases the call, within the deadline.
-                Admission::AwaitProbe(id) => {
-                    let gate = Gate::new();
-                    self.park_probe_wait(id, gate.clone());
-                    (gate, c.deadline.remaining(now_ms()), None, Some(id))
-                }
-                Admission::Stop(Stop::Deadline) => return Err(Halt::OutOfTime),
-                Admission::Stop(Stop::Offline) => return Err(offline_error(None).into()),
-                Admission::Stop(Stop::CircuitOpen { retry_in_ms }) => {
-                    return Err(circuit_open(call, retry_in_ms).into())
-                }
-            };
-            let wake = call.cancel.wait_on(&gate, ms).await;
-            if let (Some(id), Wake::Timer | Wake::Cancelled) = (probe, wake) {
-                self.unpark_probe_wait(c, id);
-            }
-            match wake {
-                Wake::Cancelled => return Err(call.cancel.abort_error().into()),
-                Wake::Timer if online.is_some() => {
-                    return Err(offline_error(Some(RetryDenied::Deadline)).into())
-                }
-                Wake::Timer if probe.is_some() => return Err(Halt::OutOfTime),
-                _ => {}
-            }
-        }
-    }
-
-    /// Takes a concurrency slot, waiting FIFO if need be. The wait ends at
-    /// the deadline or when the call is cancelled.
-    async fn acquire_slot(&self, call: &Call, deadline: &Deadline) -> Result<(), CallError> {
-        let acquired = self.st.borrow_mut().guard.acquire_slot();
-        let id = match acquired {
-            Acquire::Granted => return Ok(()),
-            Acquire::Full => return Err(CallError::new(ErrorKind::QueueFull)),
-            Acquire::Queued(id) => id,
-        };
-        let gate = Gate::new();
-        self.park(id, gate.clone());
-        let wake = call
-            .cancel
-            .wait_on(&gate, deadline.remaining(now_ms()))
-            .await;
-        if self.unpark(id, wake == Wake::Granted) {
-            // The slot reached us as we gave up: pass it on.
-            self.release_slot();
-        }
-        match wake {
-            Wake::Granted => Ok(()),
-            Wake::Timer => Err(CallError::new(ErrorKind::Timeout {
-                phase: Phase::Queue,
-            })),
-            _ => Err(call.cancel.abort_error()),
-        }
+    fn give_back(&mut self, permit: Option<Permit>) {
+        self.decide(|g, c| g.abandon(c, permit, now_ms()));
     }
 }

@@ -8,23 +8,17 @@
 use std::cell::{OnceCell, RefCell};
 use std::rc::{Rc, Weak};
 
-use wasm_bindgen::prelude::*;
-use web_sys::AbortSignal;
-
-use super::call::{Call, Mode, ResponseType};
 use super::cancel::{Cancel, CancelReason};
 use super::crosstab::CrossTab;
-use super::dedupe::{Flight, Lead, Waiter};
+use super::dedupe::Flight;
 use super::events::Listeners;
-use super::host::now_ms;
 use super::layer::Layer;
-use super::runtime::{Alarm, Apart, Gate, Wake};
+use super::runtime::{Alarm, Gate, Wake};
 use super::storage::Memory;
 use super::transport::Transport;
 use super::vecmap::VecMap;
 use crate::policy::breaker::ProbeWaiter;
 use crate::policy::guard::{CallState, Guard};
-use crate::policy::href::described;
 use crate::policy::limiter::WaiterId;
 use crate::policy::options::ClientConfig;
 
@@ -173,113 +167,28 @@ impl Engine {
         }
     }
 
-    /// Runs a call to its end as its caller sees it: refused once the
-    /// client is closed, cancelled by the caller's signal and by `close()`,
-    /// and sharing the network call of an identical GET already in flight.
-    pub async fn call(
-        self: Rc<Self>,
-        call: Call,
-        signal: Option<AbortSignal>,
-    ) -> Result<JsValue, JsValue> {
-        let mut call = call;
-        // A closed client shares nothing: run_linked refuses the call.
-        let key = match &call.mode {
-            Mode::Request {
-                share: Some(key), ..
-            } if !self.is_closed() => Some(key.clone()),
-            _ => None,
-        };
-        let key = match key {
-            Some(key) => Apart(self.shared_key(&mut call, key, signal.as_ref())).await,
-            None => None,
-        };
-        let Some(key) = key else {
-            return Apart(self.run_linked(call, signal)).await;
-        };
-        // A shared call's attempts, for what its caller checks afterwards.
-        let mine = call.cancel.clone();
-        let mut me = Waiter {
-            request_id: call.request_id.clone(),
-            started_ms: call.since().unwrap_or_else(now_ms),
-            deadline_ms: None,
-            about: described(&call.spec.method, &call.url),
-        };
-        // A cancelled flight (its last caller aborted) is ending: a new
-        // caller starts a flight of its own instead of inheriting the abort.
-        let joined = self
-            .st
-            .borrow()
-            .flights
-            .get(&key)
+    /// The flight in progress under `key`, unless it was cancelled (its
+    /// last caller aborted: it is ending, and a new caller starts a flight
+    /// of its own instead of inheriting the abort).
+    pub(super) fn flight(&self, key: &str) -> Option<Rc<Flight>> {
+        let st = self.st.borrow();
+        st.flights
+            .get(key)
             .filter(|f| !f.cancel.is_cancelled())
-            .cloned();
-        if let Some(f) = joined {
-            self.st.borrow_mut().guard.joined();
-            // A joiner's own deadline still holds; the first caller's is
-            // the network call's.
-            me.deadline_ms = Some(call.spec.cfg.deadline_ms);
-            let seat = f.seat();
-            let attempts = f.cancel.clone();
-            let out = Apart(f.join(seat, signal, me)).await;
-            mine.begin_attempt(attempts.attempts());
-            return self.caller_done(out);
-        }
-        let copy_response = call.mode.response_type() == Some(ResponseType::Response);
-        let flight = Rc::new(Flight::new(copy_response));
-        self.st
-            .borrow_mut()
-            .flights
-            .insert(key.clone(), flight.clone());
-        let (engine, f) = (self.clone(), flight.clone());
-        let network = Box::pin(async move {
-            let mut call = call;
-            call.cancel = f.cancel.clone();
-            let outcome = Apart(engine.clone().run_linked(call, None)).await;
-            {
-                let mut st = engine.st.borrow_mut();
-                if st.flights.get(&key).is_some_and(|x| Rc::ptr_eq(x, &f)) {
-                    st.flights.remove(&key);
-                }
-            }
-            outcome
-        });
-        let seat = flight.seat();
-        let attempts = flight.cancel.clone();
-        let out = Lead {
-            network: Some(network),
-            join: Box::pin(flight.clone().join(seat.clone(), signal, me)),
-            flight,
-            seat,
-            answer: None,
-        }
-        .await;
-        mine.begin_attempt(attempts.attempts());
-        self.caller_done(out)
+            .cloned()
     }
 
-    /// What a caller of a shared network call got: each caller is a call
-    /// of its own in `stats().failures` (one may abort while the others
-    /// get the answer, or all get the same error).
-    fn caller_done(&self, out: Result<JsValue, JsValue>) -> Result<JsValue, JsValue> {
-        if out.is_err() {
-            self.st.borrow_mut().guard.failed();
-        }
-        out
+    /// `flight` is in progress under `key`.
+    pub(super) fn add_flight(&self, key: String, flight: Rc<Flight>) {
+        self.st.borrow_mut().flights.insert(key, flight);
     }
 
-    async fn run_linked(
-        self: Rc<Self>,
-        call: Call,
-        signal: Option<AbortSignal>,
-    ) -> Result<JsValue, JsValue> {
-        let Some(id) = self.enter(call.layer(), &call.cancel) else {
-            call.cancel.cancel(CancelReason::Closed);
-            return Err(call.cancel.abort_error().to_js());
-        };
-        let _link = call.cancel.follow(signal.as_ref());
-        let result = Apart(self.run(&call)).await;
-        self.leave(id);
-        result
+    /// The flight `f` under `key` has ended (unless another took its place).
+    pub(super) fn end_flight(&self, key: &str, f: &Rc<Flight>) {
+        let mut st = self.st.borrow_mut();
+        if st.flights.get(key).is_some_and(|x| Rc::ptr_eq(x, f)) {
+            st.flights.remove(key);
+        }
     }
 
     /// Registers `cancel` as a call in progress of `layer`, which `close()`

@@ -339,7 +339,7 @@ pub struct Leg<'a> {
     /// Not the first attempt of its round.
     pub hedge: bool,
     /// What was settled for the round before its admission
-    /// (`Engine::prepare`): the Request the client's hooks left, if any,
+    /// (`driver::prepare`): the Request the client's hooks left, if any,
     /// and what its header functions and token gave.
     pub prepared: &'a Prepared,
     /// Where the attempt is announced (an `attempt` event) as its request

@@ -35,6 +35,7 @@ use web_sys::AbortSignal;
 
 use super::call::Call;
 use super::convert::{get, Obj};
+use super::driver;
 use super::engine::Engine;
 use super::events::At;
 use super::options::{scalar, Reader};
@@ -130,7 +131,7 @@ pub async fn run(
     // An abort while an async schema answers ends the call as any abort does.
     let check = o.validate.map(|v| Check::new(v, &call, signal.as_ref()));
     let checked = |value| validate::checked(&engine, check.as_ref(), value);
-    let error = match engine.clone().call(call, signal).await {
+    let error = match driver::call(engine.clone(), call, signal).await {
         // The copy stored is the response, not the schema's output: a
         // cached copy is checked (and transformed) again before it is served.
         Ok(value) => match checked(value.clone()).await {

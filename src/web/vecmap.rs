@@ -5,6 +5,8 @@
 //! handful of entries: queued calls, calls in flight, shared flights. A
 //! sorted Vec is a binary search and a `memmove`.
 
+use std::borrow::Borrow;
+
 pub struct VecMap<K, V>(Vec<(K, V)>);
 
 impl<K: Ord, V> VecMap<K, V> {
@@ -12,11 +14,17 @@ impl<K: Ord, V> VecMap<K, V> {
         VecMap(Vec::new())
     }
 
-    fn find(&self, k: &K) -> Result<usize, usize> {
-        self.0.binary_search_by(|(x, _)| x.cmp(k))
+    fn find<Q: Ord + ?Sized>(&self, k: &Q) -> Result<usize, usize>
+    where
+        K: Borrow<Q>,
+    {
+        self.0.binary_search_by(|(x, _)| x.borrow().cmp(k))
     }
 
-    pub fn get(&self, k: &K) -> Option<&V> {
+    pub fn get<Q: Ord + ?Sized>(&self, k: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+    {
         let i = self.find(k).ok()?;
         self.0.get(i).map(|(_, v)| v)
     }
@@ -33,7 +41,10 @@ impl<K: Ord, V> VecMap<K, V> {
         }
     }
 
-    pub fn remove(&mut self, k: &K) -> Option<V> {
+    pub fn remove<Q: Ord + ?Sized>(&mut self, k: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         let i = self.find(k).ok()?;
         Some(self.0.remove(i).1)
     }

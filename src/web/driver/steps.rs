@@ -11,22 +11,22 @@
 use wasm_bindgen::JsValue;
 use web_sys::AbortSignal;
 
-use super::super::call::{credentials_of, Call, Mode, Prepared};
-use super::super::engine::Engine;
-use super::super::errors::{CallError, ErrorKind};
-use super::super::fetch::{self, AttemptEnd};
-use super::super::hooks::flag;
-use super::super::host::{epoch_ms, now_ms, rand01};
-use super::super::runtime::{settle, Apart, Wake};
-use super::Halt;
+use super::{Drive, Halt};
 use crate::policy::classify::RetryDenied;
 use crate::policy::credentials::Credentials;
 use crate::policy::deadline::Deadline;
-use crate::policy::guard::{Attempt, CallState, Verdict};
+use crate::policy::guard::{Attempt, Verdict};
 use crate::policy::ratelimit::Quota;
 use crate::text::{cat, decimal};
+use crate::web::call::{credentials_of, Call, Mode, Prepared};
+use crate::web::engine::Engine;
+use crate::web::errors::{CallError, ErrorKind};
+use crate::web::fetch::{self, AttemptEnd};
+use crate::web::hooks::flag;
+use crate::web::host::{epoch_ms, now_ms, rand01};
+use crate::web::runtime::{settle, Apart, Wake};
 
-/// What the loop does with an attempt's end after [`Engine::after_401`].
+/// What the loop does with an attempt's end after [`Drive::after_401`].
 pub(super) enum Step {
     /// Settle it as usual.
     Settle(AttemptEnd),
@@ -36,100 +36,100 @@ pub(super) enum Step {
     Done(Result<JsValue, CallError>),
 }
 
-impl Engine {
-    /// Before each attempt's admission (README, "Hooks"):
-    /// the Request it sends, with what the client's header functions and
-    /// token give, through its beforeRequest hooks (`Io::prepare`), within
-    /// the deadline and until the call is cancelled, holding no slot: a
-    /// hook may call the same client. The attempt sends that Request as it
-    /// is (never read again), and its admission judges it: the holds and
-    /// quotas it obeys and sets are those of its credentials as sent
-    /// (README, "Server clients"), a refreshed token's after a 401's replay, and its
-    /// Idempotency-Key as sent decides whether it may be replayed
-    /// (`CallState::key_sent`). A client without an `Io` that makes a
-    /// Request sends the call's own: its headers say whom it speaks for. A
-    /// function that fails ends the call (nothing sent, no sample).
-    pub(in super::super) async fn prepare(
-        &self,
-        call: &Call,
-        deadline: &Deadline,
-        attempt: u32,
-    ) -> Result<Prepared, Halt> {
-        let Some(io) = call.layer().io(flag::PER_ATTEMPT) else {
-            return Ok(Prepared(JsValue::UNDEFINED));
-        };
-        let (input, init) = call.target.parts();
-        let asked = settle(io.prepare(&input, &init, call.own(), &call.context(attempt)));
-        match call
-            .cancel
-            .within(deadline.remaining(now_ms()), asked)
-            .await
-        {
-            Ok(Ok(pre)) => Ok(Prepared(pre)),
-            Ok(Err(e)) => Err(CallError::new(ErrorKind::Thrown(e)).into()),
-            Err(Wake::Cancelled) => Err(call.cancel.abort_error().into()),
-            Err(_) => Err(Halt::OutOfTime),
-        }
+/// Before each attempt's admission (README, "Hooks"):
+/// the Request it sends, with what the client's header functions and
+/// token give, through its beforeRequest hooks (`Io::prepare`), within
+/// the deadline and until the call is cancelled, holding no slot: a
+/// hook may call the same client. The attempt sends that Request as it
+/// is (never read again), and its admission judges it: the holds and
+/// quotas it obeys and sets are those of its credentials as sent
+/// (README, "Server clients"), a refreshed token's after a 401's replay, and its
+/// Idempotency-Key as sent decides whether it may be replayed
+/// (`CallState::key_sent`). A client without an `Io` that makes a
+/// Request sends the call's own: its headers say whom it speaks for. A
+/// function that fails ends the call (nothing sent, no sample).
+pub(super) async fn prepare(
+    call: &Call,
+    deadline: &Deadline,
+    attempt: u32,
+) -> Result<Prepared, Halt> {
+    let Some(io) = call.layer().io(flag::PER_ATTEMPT) else {
+        return Ok(Prepared(JsValue::UNDEFINED));
+    };
+    let (input, init) = call.target.parts();
+    let asked = settle(io.prepare(&input, &init, call.own(), &call.context(attempt)));
+    match call
+        .cancel
+        .within(deadline.remaining(now_ms()), asked)
+        .await
+    {
+        Ok(Ok(pre)) => Ok(Prepared(pre)),
+        Ok(Err(e)) => Err(CallError::new(ErrorKind::Thrown(e)).into()),
+        Err(Wake::Cancelled) => Err(call.cancel.abort_error().into()),
+        Err(_) => Err(Halt::OutOfTime),
     }
+}
 
-    /// The key under which a call shares a network call (`key`: what
-    /// makes calls identical), when its client's header functions, token
-    /// or beforeRequest hooks may add credentials (README, "dedupe":
-    /// never across credentials): its first attempt's Request settled now
-    /// (`Engine::prepare`: within its deadline, which begins now,
-    /// abortable, cancelled by `close()`) and kept for that attempt, `key`
-    /// with the credentials it sends. None when that ended the call (which
-    /// then ends unshared, counted as a call of its own), or its client is
-    /// closed.
-    pub(in super::super) async fn shared_key(
-        &self,
-        call: &mut Call,
-        key: String,
-        signal: Option<&AbortSignal>,
-    ) -> Option<String> {
-        if call.layer().io(flag::MAY_AUTHORIZE).is_none() {
-            return Some(key);
-        }
-        let id = self.enter(call.layer(), &call.cancel)?;
-        let since = now_ms();
-        let link = call.cancel.follow(signal);
-        let deadline = Deadline::new(since, call.spec.cfg.deadline_ms);
-        let first = Apart(self.prepare(call, &deadline, 1)).await;
-        drop(link);
-        self.leave(id);
-        let key = match &first {
-            Ok(p) => Some(match Engine::who(call, p).digest() {
-                Some(d) => cat(&[&key, "\ncredentials:", &decimal(d)]),
-                None => key,
-            }),
-            Err(_) => {
-                if let Mode::Request { share, .. } = &mut call.mode {
-                    *share = None;
-                }
-                None
+/// The key under which a call shares a network call (`key`: what
+/// makes calls identical), when its client's header functions, token
+/// or beforeRequest hooks may add credentials (README, "dedupe":
+/// never across credentials): its first attempt's Request settled now
+/// ([`prepare`]: within its deadline, which begins now,
+/// abortable, cancelled by `close()`) and kept for that attempt, `key`
+/// with the credentials it sends. None when that ended the call (which
+/// then ends unshared, counted as a call of its own), or its client is
+/// closed.
+pub(super) async fn shared_key(
+    engine: &Engine,
+    call: &mut Call,
+    key: String,
+    signal: Option<&AbortSignal>,
+) -> Option<String> {
+    if call.layer().io(flag::MAY_AUTHORIZE).is_none() {
+        return Some(key);
+    }
+    let id = engine.enter(call.layer(), &call.cancel)?;
+    let since = now_ms();
+    let link = call.cancel.follow(signal);
+    let deadline = Deadline::new(since, call.spec.cfg.deadline_ms);
+    let first = Apart(prepare(call, &deadline, 1)).await;
+    drop(link);
+    engine.leave(id);
+    let key = match &first {
+        Ok(p) => Some(match who(call, p).digest() {
+            Some(d) => cat(&[&key, "\ncredentials:", &decimal(d)]),
+            None => key,
+        }),
+        Err(_) => {
+            if let Mode::Request { share, .. } = &mut call.mode {
+                *share = None;
             }
-        };
-        call.set_first(since, first);
-        key
-    }
-
-    /// Whom the attempt that sends `prepared` speaks for: the credential
-    /// headers of its Request as sent (the call's own target's without
-    /// one).
-    pub(in super::super) fn who(call: &Call, prepared: &Prepared) -> Credentials {
-        match prepared.request() {
-            Some(r) => credentials_of(&r.headers()),
-            None => call.target.credentials(),
+            None
         }
-    }
+    };
+    call.set_first(since, first);
+    key
+}
 
+/// Whom the attempt that sends `prepared` speaks for: the credential
+/// headers of its Request as sent (the call's own target's without
+/// one).
+fn who(call: &Call, prepared: &Prepared) -> Credentials {
+    match prepared.request() {
+        Some(r) => credentials_of(&r.headers()),
+        None => call.target.credentials(),
+    }
+}
+
+impl Drive<'_> {
     /// What admission judges of the attempt that sends `prepared`: its
     /// credentials, and (a Request the client's `Io` made, which its
     /// hooks may have rebuilt) its Idempotency-Key as sent.
-    pub(super) fn judge(call: &Call, c: &mut CallState<'_>, prepared: &Prepared) {
-        c.set_credentials(Engine::who(call, prepared));
+    pub(super) fn judge(&mut self, prepared: &Prepared) {
+        self.c.set_credentials(who(self.call, prepared));
         if let Some(r) = prepared.request() {
-            c.key_sent(r.headers().get("Idempotency-Key").ok().flatten().as_deref());
+            self.c
+                .key_sent(r.headers().get("Idempotency-Key").ok().flatten().as_deref());
         }
     }
 
@@ -142,32 +142,31 @@ impl Engine {
     /// retry). The verdict, and `Err` when the call ends with that instead
     /// (the function threw, an abort): the attempt is settled all the same.
     pub(super) async fn settle_end(
-        &self,
-        call: &Call,
-        c: &mut CallState<'_>,
+        &mut self,
         (end, offline): (&AttemptEnd, bool),
         send: &Attempt,
         quota: Option<&Quota>,
     ) -> (Verdict, Result<(), CallError>) {
+        let (engine, call) = (self.engine, self.call);
         let mut asked = Ok(());
         if let Some((io, f)) = call.retry_on() {
-            let asks = self
+            let asks = engine
                 .st
                 .borrow()
                 .guard
-                .asks_predicate(c, &end.as_ended(offline));
+                .asks_predicate(&self.c, &end.as_ended(offline));
             if let Some(error) = end.error(&call.cancel, offline).filter(|_| asks) {
                 let said = io.retry_on(&f, &error.to_js(), &call.context(send.attempt));
-                let ms = c.deadline.remaining(now_ms());
+                let ms = self.c.deadline.remaining(now_ms());
                 match call.cancel.within(ms, settle(said)).await {
-                    Ok(Ok(said)) => c.predicate_said(said.as_bool()),
+                    Ok(Ok(said)) => self.c.predicate_said(said.as_bool()),
                     Ok(Err(e)) => asked = Err(CallError::new(ErrorKind::Thrown(e))),
                     Err(Wake::Cancelled) => asked = Err(call.cancel.abort_error()),
                     Err(_) => {}
                 }
             }
         }
-        let verdict = self.decide(&call.request_id, |g| {
+        let verdict = self.decide(|g, c| {
             let now = now_ms();
             let ended = end.as_ended(offline);
             g.settle(c, send.permit, &ended, quota, now, epoch_ms(), rand01())
@@ -181,13 +180,12 @@ impl Engine {
     /// 'hook'`). `Err`: the call ends with that instead (a hook that threw,
     /// an abort), the retry not made.
     pub(super) async fn before_retry(
-        &self,
-        call: &Call,
-        c: &mut CallState<'_>,
+        &mut self,
         verdict: Verdict,
         (err, response): (&CallError, &Option<JsValue>),
         attempt: u32,
     ) -> Result<Verdict, CallError> {
+        let call = self.call;
         let (Verdict::Retry { delay_ms }, Some(io)) =
             (verdict, call.layer().io(flag::BEFORE_RETRY))
         else {
@@ -196,13 +194,16 @@ impl Engine {
         let now = now_ms();
         let error = err.to_js();
         let asked = settle(io.retry(&error, delay_ms, &call.context(attempt)));
-        let answer = call.cancel.within(c.deadline.remaining(now), asked).await;
+        let answer = call
+            .cancel
+            .within(self.c.deadline.remaining(now), asked)
+            .await;
         if let Ok(Ok(go)) = &answer {
             if go.as_bool() != Some(false) {
                 return Ok(verdict);
             }
         }
-        let vetoed = self.decide(&call.request_id, |g| g.veto_retry(c));
+        let vetoed = self.decide(|g, c| g.veto_retry(c));
         if let Some(r) = response {
             if !matches!(answer, Ok(Ok(_))) {
                 fetch::discard(r);
@@ -227,23 +228,20 @@ impl Engine {
     /// is bounded by that deadline. A refresh that throws ends the call with the 401
     /// (`cause` what it threw); `fetch()` resolves with the 401 Response.
     pub(super) async fn after_401(
-        &self,
-        call: &Call,
-        c: &mut CallState<'_>,
+        &mut self,
         end: AttemptEnd,
         send: &Attempt,
         quota: Option<&Quota>,
     ) -> Step {
+        let call = self.call;
         let (Some(seen), Some(io)) = (end.unauthorized(), call.layer().io(flag::REFRESH)) else {
             return Step::Settle(end);
         };
-        let replay = self.decide(&call.request_id, |g| {
-            g.replay(c, send.permit, quota, now_ms())
-        });
+        let replay = self.decide(|g, c| g.replay(c, send.permit, quota, now_ms()));
         if !replay {
             return Step::Settle(end);
         }
-        let remaining = c.deadline.remaining(now_ms());
+        let remaining = self.c.deadline.remaining(now_ms());
         let wait = settle(io.refreshed(seen, remaining));
         let refreshed = call.cancel.within(remaining, wait).await;
         let (err, response) = match end.into_result(&call.cancel, false) {

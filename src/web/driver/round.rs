@@ -22,13 +22,13 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
-use super::call::{Call, Prepared};
-use super::engine::Engine;
-use super::fetch::{self, AttemptEnd, Decided};
-use super::host::{epoch_ms, now_ms, rand01};
-use super::runtime::{sleep, Stop};
-use crate::policy::guard::{Attempt, CallState};
+use super::Drive;
+use crate::policy::guard::Attempt;
 use crate::policy::ratelimit::Quota;
+use crate::web::call::Prepared;
+use crate::web::fetch::{self, AttemptEnd, Decided};
+use crate::web::host::{epoch_ms, now_ms, rand01};
+use crate::web::runtime::{sleep, Stop};
 
 /// An attempt in flight.
 struct Sent<'a> {
@@ -37,26 +37,21 @@ struct Sent<'a> {
     send: Attempt,
 }
 
-impl Engine {
+impl<'a> Drive<'a> {
     /// Sends the call's attempt `first` (its slot taken) and any hedges of
     /// it the policy core allows, each sending what was settled for the
-    /// round before its admission (`prepared`, see `Engine::prepare`);
+    /// round before its admission (`prepared`, see [`super::prepare`]);
     /// ends with the attempt that decides.
-    pub async fn round<'a>(
-        &'a self,
-        call: &'a Call,
-        c: &mut CallState<'_>,
-        first: Attempt,
-        prepared: &'a Prepared,
-    ) -> Decided {
-        let mut live = vec![self.launch(call, first, false, prepared)];
+    pub(super) async fn round(&mut self, first: Attempt, prepared: &Prepared) -> Decided {
+        let engine = self.engine;
+        let mut live = vec![self.launch(first, false, prepared)];
         // Until the core refuses one (its count is over the whole call).
-        let mut hedging = call.spec.cfg.hedge.is_some();
+        let mut hedging = self.call.spec.cfg.hedge.is_some();
         loop {
             let last = live.iter().map(|s| s.send.started_ms);
             let last = last.fold(f64::MIN, f64::max);
             let due = hedging
-                .then(|| self.st.borrow().guard.hedge_due(c, last, now_ms()))
+                .then(|| engine.st.borrow().guard.hedge_due(&self.c, last, now_ms()))
                 .flatten();
             let mut hedge_due = due.map(sleep);
             let ended_at = poll_fn(|cx| {
@@ -76,26 +71,26 @@ impl Engine {
             })
             .await;
             let Some((i, (end, quota))) = ended_at else {
-                match self.decide(&call.request_id, |g| g.hedge(c, now_ms(), rand01())) {
-                    Some(send) => live.push(self.launch(call, send, true, prepared)),
+                match self.decide(|g, c| g.hedge(c, now_ms(), rand01())) {
+                    Some(send) => live.push(self.launch(send, true, prepared)),
                     None => hedging = false,
                 }
                 continue;
             };
             let sent = live.swap_remove(i);
-            self.release_slot();
+            engine.release_slot();
             let now = now_ms();
-            if self.st.borrow().guard.decides(&end.as_ended(false)) || live.is_empty() {
+            if engine.st.borrow().guard.decides(&end.as_ended(false)) || live.is_empty() {
                 for other in live {
                     if let Some(stop) = &other.stop {
                         stop.abort();
                     }
-                    self.release_slot();
-                    self.decide(&call.request_id, |g| g.abandon(c, other.send.permit, now));
+                    engine.release_slot();
+                    self.decide(|g, c| g.abandon(c, other.send.permit, now));
                 }
                 if let AttemptEnd::Done(_) = end {
                     let took = now - sent.send.started_ms;
-                    self.st.borrow_mut().guard.answered_in(c, took, now);
+                    engine.st.borrow_mut().guard.answered_in(&self.c, took, now);
                 }
                 return Decided {
                     end,
@@ -108,7 +103,7 @@ impl Engine {
             if let AttemptEnd::Status { response, .. } = &end {
                 fetch::discard(response);
             }
-            self.decide(&call.request_id, |g| {
+            self.decide(|g, c| {
                 g.leg_failed(
                     c,
                     sent.send.permit,
@@ -124,20 +119,18 @@ impl Engine {
     /// Starts one attempt as the policy core set it out (`hedge`: not the
     /// first of its round), under its timeout; announced (an `attempt`
     /// event) as its request goes out.
-    fn launch<'a>(
-        &'a self,
-        call: &'a Call,
-        send: Attempt,
-        hedge: bool,
-        prepared: &'a Prepared,
-    ) -> Sent<'a> {
+    fn launch<'p>(&self, send: Attempt, hedge: bool, prepared: &'p Prepared) -> Sent<'p>
+    where
+        'a: 'p,
+    {
+        let (engine, call) = (self.engine, self.call);
         call.cancel.begin_attempt(send.attempt);
         let stop = Stop::new();
-        let transport = call.layer().transport().unwrap_or(&self.transport);
+        let transport = call.layer().transport().unwrap_or(&engine.transport);
         let leg = fetch::Leg {
             hedge,
             prepared,
-            events: &self.events,
+            events: &engine.events,
         };
         Sent {
             stop: stop.as_ref().ok().cloned(),
