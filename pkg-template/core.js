@@ -4,8 +4,6 @@
 // descriptors into class instances and guards the client after close().
 // It also holds anySignal and schemaKey, which the React and Vue hooks share.
 
-import { IoFlag } from './stormguard.js';
-
 const BRAND = Symbol.for('stormguard.error');
 
 /**
@@ -662,6 +660,12 @@ function headerNames(h) {
  * The functions of a client made with `options` (derived from `parent`'s); `home` the origin of
  * its baseUrl, else of the page (none in Node without baseUrl).
  */
+/**
+ * The bits of an Io's `flags`, as the wasm exports them (src/web/hooks.rs, `IoFlag`): taken from
+ * the glue its entry loaded (makeCreateClient), before any Io is made (each needs a wasm client).
+ */
+let IoFlag;
+
 function makeIo(options, parent, home) {
   return new Io(options, parent, home); // (a call's retry.retryOn is called through it too)
 }
@@ -1097,7 +1101,7 @@ class Client {
 
   /** The wasm client a call made now goes through: the bare one inside a refresh() this client may start. */
   #via() {
-    if (!(this.#io?.flags & IoFlag.Refresh) || !insideRefresh()) return this.#c;
+    if (!(this.#io && this.#io.flags & IoFlag.Refresh) || !insideRefresh()) return this.#c;
     return (this.#bare ??= this.#c.extend({}, this.#io.withoutRefresh()));
   }
 }
@@ -1418,6 +1422,7 @@ export function makeCreateClient(load) {
     l.promise.then((glue) => {
       end();
       wasm ??= glue;
+      IoFlag ??= glue.IoFlag;
       loaded(wasm);
     }, end);
     loads.set(key, l);

@@ -8,7 +8,7 @@
 // (core.js, earlyWasm); a page can start it sooner still with a preload tag
 // (README, "Preloading the wasm").
 import './preflight.js';
-import { Client, finish, imports } from './stormguard.js';
+import { Client, IoFlag, finish, imports } from './stormguard.js';
 import { OptionsError, earlyWasm, fetchWasm, loadWasm, makeCreateClient } from './core.js';
 
 export {
@@ -43,7 +43,7 @@ function besideOrFix() {
 }
 
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
-const glue = { Client, finish, imports };
+const glue = { Client, IoFlag, finish, imports };
 
 export const { createClient, createClientSync } = makeCreateClient(async (source, signal) => {
   if (source !== undefined) early.cancel();
