@@ -168,7 +168,7 @@ function sizePart(res) {
       `${pol ? `, the policy core itself ${pct(pol.share, 0)}` : ''}. The largest single item is ` +
       `\`${tw.top[0].name}\` (${kb(tw.top[0].bytes)}). For scale: the floor of this shape, a wasm-bindgen module that ` +
       `fetches with an AbortController, a timer, one retry and a JSON parse, built and optimised the same way, is 9.5 KB ` +
-      `gzip of wasm and 3.3 KB of glue (measured 2026-11-30; TOOLCHAIN.md's one-function module: 13.7 KB), which leaves ` +
+      `gzip of wasm and 3.3 KB of glue (measured 2026-11-30; a one-function module of the same toolchain: 13.7 KB), which leaves ` +
       `about 17 KB for every policy, the option validation, the events and the schema cache. What is left to take out ` +
       `without losing a feature is small beside that: dlmalloc (about 7 KB raw), the panic and formatting paths std links ` +
       `on stable (about 4 KB raw; nightly \`-Zbuild-std\` with \`-Cpanic=immediate-abort\` measured 5.5 KB gzip less). ` +

@@ -385,7 +385,7 @@ function stormSection(res, charts, anchors) {
       `that the load generators, not the machine, set the pace (see the conditions below).\n\n`
     : '';
   let md = `## 4. Storm\n\n` + scaled +
-    `The model of [BENCHMARKS.md](../../shared/BENCHMARKS.md) on the fault server's \`/capacity\` endpoints: C = ${cap.c} slots of ` +
+    `The gateway-and-backend model ([tests/server/README.md](../tests/server/README.md), "Capacity model") on the fault server's \`/capacity\` endpoints: C = ${cap.c} slots of ` +
     `S = ${cap.serviceMs} ms (${capacity} req/s), a FIFO queue of ${cap.queue}, gateway timeout G = ${cap.gatewayMs} ms ` +
     `(the backend still spends a slot on a request the gateway already answered 504). Each logical client is its own strategy ` +
     `instance (one stormguard client, one cockatiel policy, ... as each would be a browser) and calls open loop: on schedule ` +
@@ -551,7 +551,7 @@ export function sensitivityRows(S) {
   return out;
 }
 
-// The figures BENCHMARKS.md reports for the anchors (Node 20, ky 1.14.3, cockatiel 3.2.1)
+// The anchors' reference figures for the same model, faults and strategies (Node 20, ky 1.14.3, cockatiel 3.2.1)
 const ANCHORS = {
   outage: { none: [1.0, 1.01, 0, 0.667], naive: [4.02, 4.18, 0, 0.667], ky: [2.9, 3.06, 0, 0.696], cockatiel: [0.49, 3.54, 1600, 0.635] },
   brownout: { none: [1.0, 1.01, 300, 0.712], naive: [3.79, 4.11, null, 0.012], ky: [2.46, 3.19, null, 0.072], cockatiel: [0.82, 2.91, 4300, 0.567] },
@@ -572,7 +572,7 @@ function anchorsSection(S) {
   const ky = stormRow(S, 'brownout', 'ky');
   const kyNote = ky && ky.recoveryMs !== null
     ? `\n\nThe one row that differs in kind is ky in the brownout: here it recovers (${sec(ky.recoveryMs)}, ${pct(ky.successFromFault)} ` +
-      `success) where BENCHMARKS.md reports it never recovering. With this server's queue of ${S.config.capacity.queue} and ` +
+      `success) where the reference figures have it never recovering. With this server's queue of ${S.config.capacity.queue} and ` +
       `${S.config.capacity.c} slots, a full queue waits ${fixed(S.config.capacity.queue / (S.config.capacity.c / S.config.capacity.serviceMs), 0)} ms ` +
       `once capacity is back, less than the ${S.config.capacity.gatewayMs} ms gateway timeout, so no request can expire in the queue after ` +
       `the fault, and ky's at most three attempts per call (the excess answered 503 at once) cannot keep the backend busy with ` +
@@ -582,9 +582,9 @@ function anchorsSection(S) {
       `capacity (${fixed(S.config.capacity.gatewayMs / 1000 * S.config.capacity.c / (S.config.capacity.serviceMs / 1000), 0)} requests) ` +
       `should let retries alone keep the backend collapsed after the fault.`
     : '';
-  return `### Against the anchors of BENCHMARKS.md
+  return `### Against the anchors' reference figures
 
-This run's figures, and in brackets those BENCHMARKS.md reports for the same ` +
+This run's figures, and in brackets the anchors' reference figures for the same ` +
     `strategies and faults:\n\n` + mdTable(['fault', 'strategy', 'amplification', 'peak', 'recovery', 'success'], rows) + kyNote;
 }
 
@@ -610,7 +610,7 @@ function memorySection(res) {
 /** A verdict as a matrix cell: the figure, and whether it meets its target. */
 const cellText = (v, md) => (v ? (v.met ? `${v.measured} yes` : md ? `**${v.measured} no**` : `${v.measured} NO`) : '—');
 
-export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarksLink = '../../shared/BENCHMARKS.md', proposals = '' }) {
+export function writeReport(res, { mdPath, chartsDir, chartsRel = '', modelLink = '../tests/server/README.md', proposals = '' }) {
   const charts = {};
   if (res.storm) res.storm = normalizeStorm(res.storm);
   const verdicts = evaluateTargets(res);
@@ -652,7 +652,7 @@ export function writeReport(res, { mdPath, chartsDir, chartsRel = '', benchmarks
   if (res.storm) md += stormSection(res, charts, anchorsSection(res.storm));
   if (res.memory) md += memorySection(res);
   for (const [name, svg] of Object.entries(charts)) writeFileSync(join(chartsDir, name), svg);
-  md = md.replace(/\]\(([\w.-]+\.svg)\)/g, (_, f) => `](${chartsRel}${f})`).replace('](../../shared/BENCHMARKS.md)', `](${benchmarksLink})`);
+  md = md.replace(/\]\(([\w.-]+\.svg)\)/g, (_, f) => `](${chartsRel}${f})`).replace('](../tests/server/README.md)', `](${modelLink})`);
   writeFileSync(mdPath, md.replace(/\n{3,}/g, '\n\n'));
   const targetTable = matrix
     ? `storm targets (issues 15, 26), stormguard defaults, request(): ${matrix.met} of ${matrix.total} met\n` +

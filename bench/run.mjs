@@ -141,7 +141,7 @@ const { verdicts, summary, targetTable } = writeReport(res, {
   mdPath,
   chartsDir: outDir,
   chartsRel: partial ? '' : 'results/',
-  benchmarksLink: partial ? '../../../../shared/BENCHMARKS.md' : '../../shared/BENCHMARKS.md',
+  modelLink: partial ? '../../../tests/server/README.md' : '../tests/server/README.md',
   proposals: [proposalsSection(res), blipSection(res), hedgeSection(res), rateLimitSection(res), firstloadSection(res)].filter(Boolean).join('\n\n'),
 });
 

@@ -1,4 +1,4 @@
-// The storm metrics of ../shared/BENCHMARKS.md, from one run's records.
+// The storm's metrics (bench/README.md: amplification, peak load, recovery, success, probe load), from one run's records.
 // Pure functions; every time is ms since the run's start.
 //
 // calls:    [client, start, end, ok, errorName] per logical call

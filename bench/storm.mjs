@@ -1,4 +1,5 @@
-// The storm benchmark of ../shared/BENCHMARKS.md: for each fault, fault length
+// The storm benchmark (bench/README.md; the backend is the fault server's capacity
+// model, tests/server/README.md): for each fault, fault length
 // and client profile, the strategies of a batch start at the same moment, each
 // with its own fault server process and its own load generator process
 // (storm-worker.mjs), so the runs see the same machine noise and none can slow
@@ -44,7 +45,7 @@ export const PROFILES = {
 };
 
 /**
- * The full run's clients per profile, as a share of BENCHMARKS.md's 300 (steady) and 500 (page load):
+ * The full run's clients per profile, as a share of the full plan's 300 (steady) and 500 (page load):
  * all of them where the machine has 8 cores or more, fewer on a smaller one, with the backend's
  * capacity scaled the same way (so the load stays 0.75 of capacity and every fault hits as hard).
  * Measured on 2 cores (2026-12-01): at full scale a batch's load generators lagged by seconds (their
@@ -55,7 +56,7 @@ export const PROFILES = {
  */
 export const FULL_SCALE = Math.min(1, os.cpus().length / 8);
 
-/** The BENCHMARKS.md set-up; --quick keeps the load at 0.75 of capacity with 120 clients and shorter phases. */
+/** The storm's set-up (bench/README.md); --quick keeps the load at 0.75 of capacity with 120 clients and shorter phases. */
 export function stormConfig(quick) {
   const k = FULL_SCALE;
   return quick

@@ -1,8 +1,20 @@
-// The JS face of stormguard, shared by the browser and Node entries: the
-// error classes and a thin Client over the wasm one. Policy, state and the
-// network all live in wasm; this file only turns the engine's error
-// descriptors into class instances and guards the client after close().
-// It also holds anySignal and schemaKey, which the React and Vue hooks share.
+// The JS side of stormguard, shared by its entries (index.js, node.js,
+// workerd.js; react.js and vue.js take its schema helpers). Policy, state and
+// the network live in the wasm; here is what belongs to JS, in this order:
+//
+// - the helpers the React and Vue hooks share (anySignal, schemaKey,
+//   clientFailed, schemaOf);
+// - the error classes, with a brand that works across realms, and the
+//   engine's error descriptors (src/web/errors.rs) made instances of them;
+// - the Io: a client's hooks, auth (and its refresh, shared by the client
+//   and those derived from it), header functions and retry.retryOn, which
+//   the engine calls at fixed points of a call (src/web/hooks.rs: its
+//   methods, the flags it answers with, the context object its hooks get);
+// - Client, the thin wrapper over the wasm one: calls, fetch(), extend(),
+//   events, beforeError hooks, close() (and a closed client's fetch passing
+//   attempts on), and createClientSync's calls before the wasm is in;
+// - loading the wasm (checkHost, fetchWasm, loadWasm, earlyWasm) and
+//   makeCreateClient, from which each entry makes createClient.
 
 const BRAND = Symbol.for('stormguard.error');
 

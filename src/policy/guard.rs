@@ -3,13 +3,13 @@
 //! Why: which attempt goes out, into which slot, whether a failure is
 //! retried and after how long, what the breaker learns and which error a
 //! call ends with are the decisions that make or stop a retry storm. Here
-//! they are plain values: the web engine (`src/web/engine.rs`) asks
-//! [`Guard`] at each step and does only the I/O (fetch, timers, aborts,
+//! they are plain values: the web side's call driver (`src/web/driver.rs`)
+//! asks [`Guard`] at each step and does only the I/O (fetch, timers, aborts,
 //! events, other tabs), and `tests/sim.rs` drives this same code through
 //! outages and brownouts in virtual time, so the simulation proves the
 //! shipped loop and not a copy of it.
 //!
-//! One call, as the engine drives it:
+//! One call, as the driver runs it:
 //!
 //! 1. [`Guard::start`] gives the call its [`CallState`] (deadline, backoff).
 //! 2. [`Guard::admit`] until it answers [`Admission::Go`]: it stops a call
@@ -23,7 +23,7 @@
 //!    the key's, shared by all. A hold binds for at most the client's own
 //!    `maxRetryAfterMs`, whatever the options of the call that learnt it.
 //! 3. A concurrency slot: [`Guard::acquire_slot`] (the queue wait is the
-//!    engine's; [`Guard::leave_queue`], [`Guard::release_slot`]).
+//!    driver's; [`Guard::leave_queue`], [`Guard::release_slot`]).
 //! 4. [`Guard::begin`]: the attempt's number, timeout and phase, or a stop
 //!    when the slot came right at the deadline.
 //! 5. While it runs, hedges ([`Guard::hedge_due`], [`Guard::hedge`]) and

@@ -1,7 +1,7 @@
-//! One logical call as the engine runs it: what it sends, how it reads
+//! One logical call as the driver runs it: what it sends, how it reads
 //! the answer, its settings and its cancel state, fixed before its first
-//! attempt. A module of its own, so the attempt (`fetch.rs`) and the
-//! engine's loop both use it without importing each other.
+//! attempt. A module of its own, so the attempt (`fetch.rs`) and the call
+//! driver (`driver.rs`) both use it without importing each other.
 
 use std::cell::Cell;
 use std::rc::Rc;

@@ -5,7 +5,7 @@
 //! other objects it makes (error descriptors, peer messages, fetch inits)
 //! are built member by member with [`Obj`]. What comes in is read member by
 //! member with [`get`]: `serde_wasm_bindgen::from_value` would link float
-//! formatting (+22.8 KB gzip, TOOLCHAIN.md) and give worse errors.
+//! formatting (+22.8 KB gzip, from its type errors) and give worse errors.
 
 use std::cell::RefCell;
 

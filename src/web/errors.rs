@@ -66,8 +66,6 @@ pub struct CallError {
 }
 
 impl CallError {
-    /// The error as its caller sees it: whose call, after how many
-    /// attempts and how long.
     /// The error of an attempt that was not retried, and why not.
     pub fn denied(mut self, why: RetryDenied) -> CallError {
         self.retry_denied = Some(why);
@@ -86,6 +84,8 @@ impl CallError {
         self
     }
 
+    /// The error as its caller sees it: whose call, after how many
+    /// attempts and how long.
     pub fn stamped(mut self, request_id: &str, attempts: u32, elapsed_ms: f64) -> CallError {
         self.request_id = request_id.to_owned();
         self.attempts = attempts;

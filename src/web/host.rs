@@ -1,5 +1,12 @@
 //! Bindings to the host's globals (never `window`, so workers and Node work)
 //! and the two things the policy core asks of the outside: time and chance.
+//!
+//! What is smaller or cheaper written in JS is in `host.js`, which
+//! wasm-bindgen bundles with its glue: calling fetch on a clean stack,
+//! `instanceof` across realms, the realm-wide marks of attempts sent, a
+//! host error's message without secrets. What crosses between the two by
+//! name is a wasm-bindgen string enum here ([`Class`], [`Sent`]), never a
+//! number each side keeps apart.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;

@@ -1,6 +1,6 @@
 // Shared by the end-to-end tests: Debian's Chromium through playwright-core
 // (no tool may download its own browser here), with the flags this machine
-// needs (see ../shared/TOOLCHAIN.md), and the fault server started in-process.
+// needs (below), and the fault server started in-process.
 import { chromium } from 'playwright-core';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
