@@ -11,7 +11,8 @@
 
 use std::ops::RangeInclusive;
 
-use super::options::{Jitter, RetryConfig, MAX_DURATION_MS};
+use super::option_table::MAX_DURATION_MS;
+use super::retry::{Jitter, RetryConfig};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backoff {

@@ -69,11 +69,112 @@
 //! would (only possible with more than `max_keys` keys busy at once).
 
 use super::classify::Sample;
-use super::options::BreakerConfig;
+use super::option_table::{
+    check, int, ms, one_of, table, unread, Given, Kind, Opt, OptionsError, Rule, MAX_DURATION_MS,
+};
 use super::window::Ring;
 use origin::{origin_of, InRun, Origins};
 
 mod origin;
+
+table! {
+    /// `breaker`'s options (README, "Client options"). `maxOpenMs` must
+    /// also be at least `openMs`, and `k` is checked only in
+    /// `mode: 'adaptive'` (it is last for that).
+    BREAKER, BreakerMembers {
+        window_ms: ms("windowMs", 0.0),
+        min_samples: int("minSamples", 1.0, MAX_DURATION_MS),
+        failure_rate: Opt {
+            key: "failureRate",
+            kind: Kind::Num,
+            // Above 0: the least f64 above 0 is the least accepted.
+            rule: Rule::Range(f64::from_bits(1), 1.0, "must be above 0 and at most 1"),
+        },
+        consecutive_failures: Opt {
+            key: "consecutiveFailures",
+            kind: Kind::NumOrOff,
+            rule: Rule::Int(1.0, MAX_DURATION_MS),
+        },
+        open_ms: ms("openMs", 0.0),
+        max_open_ms: ms("maxOpenMs", 0.0),
+        half_open_probes: int("halfOpenProbes", 1.0, MAX_DURATION_MS),
+        mode: one_of(
+            "mode",
+            &["binary", "adaptive"],
+            "must be 'binary' or 'adaptive'",
+        ),
+        k: Opt {
+            key: "k",
+            kind: Kind::Num,
+            // k < 1 would shed load from a backend that accepts everything.
+            rule: Rule::Range(1.0, 100.0, "must be from 1 to 100"),
+        },
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerConfig {
+    pub window_ms: f64,
+    pub min_samples: u32,
+    pub failure_rate: f64,
+    pub consecutive_failures: Option<u32>,
+    pub open_ms: f64,
+    pub max_open_ms: f64,
+    pub half_open_probes: u32,
+    /// `mode: 'adaptive'`: client-side throttling with this `k` instead of
+    /// an open/closed circuit (see breaker.rs); None for `'binary'`.
+    pub adaptive_k: Option<f64>,
+}
+
+/// Default `k` of adaptive throttling: the SRE book's suggestion.
+pub const DEFAULT_ADAPTIVE_K: f64 = 2.0;
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            window_ms: 60_000.0,
+            min_samples: 10,
+            failure_rate: 0.5,
+            consecutive_failures: Some(3),
+            open_ms: 2000.0,
+            max_open_ms: 2000.0,
+            half_open_probes: 1,
+            adaptive_k: None,
+        }
+    }
+}
+
+impl BreakerConfig {
+    /// `breaker`'s members over the defaults `d`.
+    pub(super) fn from_members(g: &[Given], d: Self) -> Result<Self, OptionsError> {
+        let m = BreakerMembers::of(g).ok_or_else(|| unread("breaker"))?;
+        let adaptive = m.mode.text() == Some("adaptive");
+        // `k` (last) only in adaptive mode.
+        let checked = if adaptive { g.len() } else { g.len() - 1 };
+        check("breaker", &BREAKER, g.get(..checked).unwrap_or(g))?;
+        let open_ms = m.open_ms.num().unwrap_or(d.open_ms);
+        let max_open_ms = m.max_open_ms.num().unwrap_or(d.max_open_ms.max(open_ms));
+        if max_open_ms < open_ms {
+            return Err(OptionsError::new(
+                "breaker.maxOpenMs",
+                "must be at least openMs",
+            ));
+        }
+        Ok(Self {
+            window_ms: m.window_ms.num().unwrap_or(d.window_ms),
+            min_samples: m.min_samples.num().map_or(d.min_samples, |v| v as u32),
+            failure_rate: m.failure_rate.num().unwrap_or(d.failure_rate),
+            consecutive_failures: match m.consecutive_failures {
+                Given::Off => None,
+                g => g.num().map_or(d.consecutive_failures, |v| Some(v as u32)),
+            },
+            open_ms,
+            max_open_ms,
+            half_open_probes: m.half_open_probes.num().map_or(d.half_open_probes, |v| v as u32),
+            adaptive_k: adaptive.then(|| m.k.num().unwrap_or(DEFAULT_ADAPTIVE_K)),
+        })
+    }
+}
 
 pub const DEFAULT_MAX_KEYS: usize = 1000;
 

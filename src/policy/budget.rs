@@ -28,8 +28,52 @@
 //! `minRetries` retries in all, however many calls came before it; under
 //! steady traffic the whole-window bound is the one that binds.
 
-use super::options::BudgetConfig;
+use super::option_table::{
+    check, int, ms, table, unread, Given, Kind, Opt, OptionsError, Rule, MAX_DURATION_MS,
+};
 use super::window::Ring;
+
+table! {
+    /// `budget`'s options (README, "Client options").
+    BUDGET, BudgetMembers {
+        ratio: Opt {
+            key: "ratio",
+            kind: Kind::Num,
+            rule: Rule::Range(0.0, 1.0, "must be from 0 to 1"),
+        },
+        min_retries: int("minRetries", 0.0, MAX_DURATION_MS),
+        window_ms: ms("windowMs", 0.0),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetConfig {
+    pub ratio: f64,
+    pub min_retries: u32,
+    pub window_ms: f64,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        Self {
+            ratio: 0.1,
+            min_retries: 3,
+            window_ms: 10_000.0,
+        }
+    }
+}
+
+impl BudgetConfig {
+    pub(super) fn from_members(g: &[Given], d: Self) -> Result<Self, OptionsError> {
+        let m = BudgetMembers::of(g).ok_or_else(|| unread("budget"))?;
+        check("budget", &BUDGET, g)?;
+        Ok(Self {
+            ratio: m.ratio.num().unwrap_or(d.ratio),
+            min_retries: m.min_retries.num().map_or(d.min_retries, |v| v as u32),
+            window_ms: m.window_ms.num().unwrap_or(d.window_ms),
+        })
+    }
+}
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Counts {

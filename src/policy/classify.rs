@@ -8,7 +8,7 @@
 //! caller abort means nobody wants the answer.
 
 use super::backoff::Backoff;
-use super::options::RetryConfig;
+use super::retry::RetryConfig;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Outcome {
@@ -144,7 +144,7 @@ pub fn plan_retry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::options::{Jitter, DEFAULT_STATUSES};
+    use crate::policy::retry::{Jitter, DEFAULT_STATUSES};
 
     /// No jitter and a 200 ms base, so every wait below is exact.
     fn cfg() -> RetryConfig {

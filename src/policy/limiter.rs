@@ -10,7 +10,39 @@
 
 use std::collections::VecDeque;
 
-use super::options::LimiterConfig;
+use super::option_table::{check, int, table, unread, Given, OptionsError, MAX_DURATION_MS};
+
+table! {
+    /// `concurrency`'s options (README, "Client options").
+    CONCURRENCY, ConcurrencyMembers {
+        max: int("max", 1.0, MAX_DURATION_MS),
+        queue: int("queue", 0.0, MAX_DURATION_MS),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimiterConfig {
+    pub max: u32,
+    pub queue: u32,
+}
+
+impl Default for LimiterConfig {
+    fn default() -> Self {
+        Self { max: 6, queue: 100 }
+    }
+}
+
+impl LimiterConfig {
+    /// `concurrency`'s members over the defaults `d`.
+    pub(super) fn from_members(g: &[Given], d: Self) -> Result<Self, OptionsError> {
+        let m = ConcurrencyMembers::of(g).ok_or_else(|| unread("concurrency"))?;
+        check("concurrency", &CONCURRENCY, g)?;
+        Ok(Self {
+            max: m.max.num().map_or(d.max, |v| v as u32),
+            queue: m.queue.num().map_or(d.queue, |v| v as u32),
+        })
+    }
+}
 
 pub type WaiterId = u64;
 

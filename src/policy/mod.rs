@@ -32,6 +32,7 @@ pub mod option_table;
 pub mod options;
 pub mod ratelimit;
 pub mod raw_options;
+pub mod retry;
 pub mod stats;
 mod window;
 

@@ -46,6 +46,11 @@ impl OptionsError {
 
 type Result<T> = std::result::Result<T, OptionsError>;
 
+/// Members that are not as many as their table's: never read so.
+pub fn unread(option: &str) -> OptionsError {
+    OptionsError::new(option, "could not be read")
+}
+
 /// `prefix.key`, or `key` at the top.
 pub fn dotted(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
@@ -135,6 +140,19 @@ pub const fn int(key: &'static str, min: f64, max: f64) -> Opt {
     }
 }
 
+/// A name of `names`, else `reason`.
+pub const fn one_of(
+    key: &'static str,
+    names: &'static [&'static str],
+    reason: &'static str,
+) -> Opt {
+    Opt {
+        key,
+        kind: Kind::Text,
+        rule: Rule::OneOf(names, reason),
+    }
+}
+
 /// An option of `kind` with no rule of its own.
 pub const fn any(key: &'static str, kind: Kind) -> Opt {
     Opt {
@@ -143,6 +161,54 @@ pub const fn any(key: &'static str, kind: Kind) -> Opt {
         rule: Rule::Any,
     }
 }
+
+/// An options object's table and its members by name. `table!` makes the
+/// table (`NAME: [Opt; n]`, its rows in the order they are read and
+/// checked) and a struct with one field per row (`Members<T>`), from one
+/// list: a config reads `m.ratio`, never a position, so a row cannot be
+/// missed or two rows of one type swapped, and a count that does not match
+/// is found where the members are named ([`Members::of`]). Each field is
+/// its row's key in snake_case (`options.rs`'s test
+/// `fields_follow_their_tables`).
+macro_rules! table {
+    ($(#[$doc:meta])* $table:ident, $members:ident { $($field:ident: $opt:expr,)* }) => {
+        $(#[$doc])*
+        pub const $table: [$crate::policy::option_table::Opt; [$(stringify!($field)),*].len()] =
+            [$($opt,)*];
+
+        /// The members of one object by name (`T`: `&Given` as read, or
+        /// `Given` as written in Rust).
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct $members<T> {
+            $(pub $field: T,)*
+        }
+
+        impl<'a> $members<&'a $crate::policy::option_table::Given> {
+            /// The members read by the table, named; none when they are
+            /// not as many as its rows.
+            pub fn of(g: &'a [$crate::policy::option_table::Given]) -> Option<Self> {
+                let mut rows = g.iter();
+                let m = $members {
+                    $($field: rows.next()?,)*
+                };
+                rows.next().is_none().then_some(m)
+            }
+        }
+
+        impl $members<$crate::policy::option_table::Given> {
+            /// In the table's order, as the web side reads them.
+            pub fn into_vec(self) -> Vec<$crate::policy::option_table::Given> {
+                vec![$(self.$field,)*]
+            }
+        }
+
+        impl<T> $members<T> {
+            /// The fields' names, in the table's order.
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($field),)*];
+        }
+    };
+}
+pub(crate) use table;
 
 /// One member as read from JS, of its option's kind.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -6,12 +6,13 @@
 //! `createClient` it is one clear `OptionsError` naming the option. After
 //! this module every policy can trust its numbers.
 //!
-//! Every option is described once, in the tables below ([`CLIENT`],
-//! [`CALL`] and one per sub-option object): its name, the JS type it takes
-//! and its rule (`option_table`). The web side reads an options object by
-//! its table, `option_table::check` applies the rules; what is written here
-//! per option is only how a config is made of what was given, and the rules
-//! between options.
+//! Every option is described once, in a table (`option_table`): its name,
+//! the JS type it takes and its rule. A policy's config and its table sit
+//! beside the policy (`retry.rs`, `budget.rs`, `breaker.rs`, `limiter.rs`,
+//! each with how its config is made of what was given); this module holds
+//! the top-level tables ([`CLIENT`], [`CALL`]), `storage` and `hedge`, and
+//! composes them, with the rules between options. The web side reads an
+//! options object by its table, `option_table::check` applies the rules.
 //!
 //! Rules beyond the README's list, each the reading a user would expect:
 //! * `budget.windowMs` and `breaker.windowMs` of 0 (a duration, so valid)
@@ -33,17 +34,16 @@
 //! first, then the top level's numbers, then `retry` and `hedge`, each
 //! object's members in its table's order.
 
-use super::option_table::{any, check, int, ms, Given, Kind, Opt, Rule};
+pub use super::breaker::{BreakerConfig, BREAKER, DEFAULT_ADAPTIVE_K};
+pub use super::budget::{BudgetConfig, BUDGET};
+pub use super::limiter::{LimiterConfig, CONCURRENCY};
+use super::option_table::{any, check, int, ms, unread, Given, Kind, Opt, Rule};
 pub use super::option_table::{is_token, OptionsError, MAX_DURATION_MS};
 pub use super::raw_options::{
     RawBreaker, RawBudget, RawCallOptions, RawClientOptions, RawConcurrency, RawHedge, RawRetry,
     RawStorage, Toggle,
 };
-
-/// Retryable statuses by default, and the breaker's failures when `retry` is off.
-pub const DEFAULT_STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
-
-const DEFAULT_METHODS: [&str; 5] = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"];
+pub use super::retry::{Jitter, RetryConfig, DEFAULT_STATUSES, RETRY};
 
 /// Where a client runs, which picks its default set once, at
 /// `createClient` (README, "Server clients"). A page serves one user; where
@@ -92,11 +92,11 @@ impl Host {
 
 type Result<T> = std::result::Result<T, OptionsError>;
 
-const fn one_of(key: &'static str, names: &'static [&'static str], reason: &'static str) -> Opt {
-    Opt {
-        key,
-        kind: Kind::Text,
-        rule: Rule::OneOf(names, reason),
+/// The breaker's defaults on `host`.
+fn breaker_on(host: Host) -> BreakerConfig {
+    BreakerConfig {
+        consecutive_failures: host.defaults().consecutive_failures,
+        ..BreakerConfig::default()
     }
 }
 
@@ -138,80 +138,6 @@ pub const CALL: [Opt; 6] = [
     RATE_LIMIT,
 ];
 
-/// `retry.jitter`'s names, case-sensitive as in the TypeScript type, in
-/// [`Jitter`]'s order.
-const JITTERS: [&str; 4] = ["full", "equal", "decorrelated", "none"];
-
-pub const RETRY: [Opt; 8] = [
-    int("maxAttempts", 1.0, 10.0),
-    ms("baseDelayMs", 0.0),
-    ms("maxDelayMs", 0.0),
-    one_of(
-        "jitter",
-        &JITTERS,
-        "must be 'full', 'equal', 'decorrelated' or 'none'",
-    ),
-    Opt {
-        key: "statuses",
-        kind: Kind::Nums,
-        rule: Rule::Statuses,
-    },
-    Opt {
-        key: "methods",
-        kind: Kind::Texts,
-        rule: Rule::Methods,
-    },
-    any("retryAfter", Kind::Bool),
-    ms("maxRetryAfterMs", 0.0),
-];
-
-pub const BUDGET: [Opt; 3] = [
-    Opt {
-        key: "ratio",
-        kind: Kind::Num,
-        rule: Rule::Range(0.0, 1.0, "must be from 0 to 1"),
-    },
-    int("minRetries", 0.0, MAX_DURATION_MS),
-    ms("windowMs", 0.0),
-];
-
-/// `maxOpenMs` must also be at least `openMs`, and `k` is checked only in
-/// `mode: 'adaptive'` (it is last for that).
-pub const BREAKER: [Opt; 9] = [
-    ms("windowMs", 0.0),
-    int("minSamples", 1.0, MAX_DURATION_MS),
-    Opt {
-        key: "failureRate",
-        kind: Kind::Num,
-        // Above 0: the least f64 above 0 is the least accepted.
-        rule: Rule::Range(f64::from_bits(1), 1.0, "must be above 0 and at most 1"),
-    },
-    Opt {
-        key: "consecutiveFailures",
-        kind: Kind::NumOrOff,
-        rule: Rule::Int(1.0, MAX_DURATION_MS),
-    },
-    ms("openMs", 0.0),
-    ms("maxOpenMs", 0.0),
-    int("halfOpenProbes", 1.0, MAX_DURATION_MS),
-    one_of(
-        "mode",
-        &["binary", "adaptive"],
-        "must be 'binary' or 'adaptive'",
-    ),
-    Opt {
-        key: "k",
-        kind: Kind::Num,
-        // k < 1 would shed load from a backend that accepts everything.
-        rule: Rule::Range(1.0, 100.0, "must be from 1 to 100"),
-    },
-];
-
-pub const CONCURRENCY: [Opt; 2] = [
-    int("max", 1.0, MAX_DURATION_MS),
-    int("queue", 0.0, MAX_DURATION_MS),
-];
-
 pub const STORAGE: [Opt; 2] = [
     any("prefix", Kind::Text),
     int("maxEntryBytes", 1.0, MAX_DURATION_MS),
@@ -228,31 +154,6 @@ pub const HEDGE: [Opt; 2] = [
 ];
 
 const ABSENT: Given = Given::Absent;
-
-/// Members that are not as many as their table's: never read so.
-fn unread(option: &str) -> OptionsError {
-    OptionsError::new(option, "could not be read")
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Jitter {
-    Full,
-    Equal,
-    Decorrelated,
-    None,
-}
-
-impl Jitter {
-    /// By name ([`JITTERS`]).
-    pub fn parse(name: &str) -> Option<Jitter> {
-        match JITTERS.iter().position(|j| *j == name)? {
-            0 => Some(Jitter::Full),
-            1 => Some(Jitter::Equal),
-            2 => Some(Jitter::Decorrelated),
-            _ => Some(Jitter::None),
-        }
-    }
-}
 
 /// When a hedge goes out: a fixed time after the attempt started, or the
 /// endpoint's observed 95th percentile latency.
@@ -303,203 +204,6 @@ impl HedgeConfig {
             Given::Group(h) => HedgeConfig::from_members(h, base).map(Some),
             _ => Ok(base),
         }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetryConfig {
-    pub max_attempts: u32,
-    pub base_delay_ms: f64,
-    pub max_delay_ms: f64,
-    pub jitter: Jitter,
-    pub statuses: Vec<u16>,
-    /// Uppercased.
-    pub methods: Vec<String>,
-    pub retry_after: bool,
-    pub max_retry_after_ms: f64,
-}
-
-impl Default for RetryConfig {
-    fn default() -> Self {
-        Self {
-            max_attempts: 3,
-            base_delay_ms: 1000.0,
-            max_delay_ms: 8000.0,
-            jitter: Jitter::Full,
-            statuses: DEFAULT_STATUSES.to_vec(),
-            methods: DEFAULT_METHODS.iter().map(|m| (*m).to_owned()).collect(),
-            retry_after: true,
-            max_retry_after_ms: 30_000.0,
-        }
-    }
-}
-
-impl RetryConfig {
-    /// `retry: false` as a config: one attempt; the default statuses still
-    /// tell which outcomes are failures.
-    pub fn off() -> Self {
-        Self {
-            max_attempts: 1,
-            ..Self::default()
-        }
-    }
-
-    /// `retry`'s members over `self`'s settings.
-    fn merged(&self, g: &[Given]) -> Result<Self> {
-        check("retry", &RETRY, g)?;
-        let [attempts, base, max, jitter, statuses, methods, retry_after, max_retry_after] = g
-        else {
-            return Err(unread("retry"));
-        };
-        Ok(Self {
-            max_attempts: attempts.num().map_or(self.max_attempts, |v| v as u32),
-            base_delay_ms: base.num().unwrap_or(self.base_delay_ms),
-            max_delay_ms: max.num().unwrap_or(self.max_delay_ms),
-            jitter: jitter.text().and_then(Jitter::parse).unwrap_or(self.jitter),
-            statuses: match statuses {
-                Given::Nums(list) => list.iter().map(|&s| s as u16).collect(),
-                _ => self.statuses.clone(),
-            },
-            methods: match methods {
-                Given::Texts(list) => list.iter().map(|m| m.to_ascii_uppercase()).collect(),
-                _ => self.methods.clone(),
-            },
-            retry_after: retry_after.flag().unwrap_or(self.retry_after),
-            max_retry_after_ms: max_retry_after.num().unwrap_or(self.max_retry_after_ms),
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct BudgetConfig {
-    pub ratio: f64,
-    pub min_retries: u32,
-    pub window_ms: f64,
-}
-
-impl Default for BudgetConfig {
-    fn default() -> Self {
-        Self {
-            ratio: 0.1,
-            min_retries: 3,
-            window_ms: 10_000.0,
-        }
-    }
-}
-
-impl BudgetConfig {
-    fn from_members(g: &[Given], d: Self) -> Result<Self> {
-        check("budget", &BUDGET, g)?;
-        let [ratio, min_retries, window_ms] = g else {
-            return Err(unread("budget"));
-        };
-        Ok(Self {
-            ratio: ratio.num().unwrap_or(d.ratio),
-            min_retries: min_retries.num().map_or(d.min_retries, |v| v as u32),
-            window_ms: window_ms.num().unwrap_or(d.window_ms),
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct BreakerConfig {
-    pub window_ms: f64,
-    pub min_samples: u32,
-    pub failure_rate: f64,
-    pub consecutive_failures: Option<u32>,
-    pub open_ms: f64,
-    pub max_open_ms: f64,
-    pub half_open_probes: u32,
-    /// `mode: 'adaptive'`: client-side throttling with this `k` instead of
-    /// an open/closed circuit (see breaker.rs); None for `'binary'`.
-    pub adaptive_k: Option<f64>,
-}
-
-/// Default `k` of adaptive throttling: the SRE book's suggestion.
-pub const DEFAULT_ADAPTIVE_K: f64 = 2.0;
-
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        Self {
-            window_ms: 60_000.0,
-            min_samples: 10,
-            failure_rate: 0.5,
-            consecutive_failures: Some(3),
-            open_ms: 2000.0,
-            max_open_ms: 2000.0,
-            half_open_probes: 1,
-            adaptive_k: None,
-        }
-    }
-}
-
-impl BreakerConfig {
-    /// The defaults on `host`.
-    pub fn on(host: Host) -> Self {
-        Self {
-            consecutive_failures: host.defaults().consecutive_failures,
-            ..Self::default()
-        }
-    }
-
-    /// `breaker`'s members over the defaults `d`.
-    fn from_members(g: &[Given], d: Self) -> Result<Self> {
-        let [window_ms, min_samples, failure_rate, consecutive, open_ms, max_open_ms, probes, mode, k] =
-            g
-        else {
-            return Err(unread("breaker"));
-        };
-        let adaptive = mode.text() == Some("adaptive");
-        // `k` (last) only in adaptive mode.
-        let checked = if adaptive { g.len() } else { g.len() - 1 };
-        check("breaker", &BREAKER, g.get(..checked).unwrap_or(g))?;
-        let open_ms = open_ms.num().unwrap_or(d.open_ms);
-        let max_open_ms = max_open_ms.num().unwrap_or(d.max_open_ms.max(open_ms));
-        if max_open_ms < open_ms {
-            return Err(OptionsError::new(
-                "breaker.maxOpenMs",
-                "must be at least openMs",
-            ));
-        }
-        Ok(Self {
-            window_ms: window_ms.num().unwrap_or(d.window_ms),
-            min_samples: min_samples.num().map_or(d.min_samples, |v| v as u32),
-            failure_rate: failure_rate.num().unwrap_or(d.failure_rate),
-            consecutive_failures: match consecutive {
-                Given::Off => None,
-                g => g.num().map_or(d.consecutive_failures, |v| Some(v as u32)),
-            },
-            open_ms,
-            max_open_ms,
-            half_open_probes: probes.num().map_or(d.half_open_probes, |v| v as u32),
-            adaptive_k: adaptive.then(|| k.num().unwrap_or(DEFAULT_ADAPTIVE_K)),
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct LimiterConfig {
-    pub max: u32,
-    pub queue: u32,
-}
-
-impl Default for LimiterConfig {
-    fn default() -> Self {
-        Self { max: 6, queue: 100 }
-    }
-}
-
-impl LimiterConfig {
-    /// `concurrency`'s members over the defaults `d`.
-    fn from_members(g: &[Given], d: Self) -> Result<Self> {
-        check("concurrency", &CONCURRENCY, g)?;
-        let [max, queue] = g else {
-            return Err(unread("concurrency"));
-        };
-        Ok(Self {
-            max: max.num().map_or(d.max, |v| v as u32),
-            queue: queue.num().map_or(d.queue, |v| v as u32),
-        })
     }
 }
 
@@ -587,11 +291,7 @@ impl ClientConfig {
         let d = Self::default();
         let shared = ClientConfig {
             budget: toggle(budget, BudgetConfig::default(), BudgetConfig::from_members)?,
-            breaker: toggle(
-                breaker,
-                BreakerConfig::on(host),
-                BreakerConfig::from_members,
-            )?,
+            breaker: toggle(breaker, breaker_on(host), BreakerConfig::from_members)?,
             concurrency: toggle(
                 concurrency,
                 host.defaults().concurrency,

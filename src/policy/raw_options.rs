@@ -36,7 +36,7 @@ fn group<T>(t: &Toggle<T>, members: impl FnOnce(&T) -> Vec<Given>) -> Given {
     }
 }
 
-/// `retry` (`options::RETRY`).
+/// `retry` (`retry::RETRY`).
 #[derive(Debug, Clone, Default)]
 pub struct RawRetry {
     pub max_attempts: Option<f64>,
@@ -64,7 +64,7 @@ impl RawRetry {
     }
 }
 
-/// `budget` (`options::BUDGET`).
+/// `budget` (`budget::BUDGET`).
 #[derive(Debug, Clone, Default)]
 pub struct RawBudget {
     pub ratio: Option<f64>,
@@ -78,7 +78,7 @@ impl RawBudget {
     }
 }
 
-/// `breaker` (`options::BREAKER`).
+/// `breaker` (`breaker::BREAKER`).
 #[derive(Debug, Clone, Default)]
 pub struct RawBreaker {
     pub window_ms: Option<f64>,
@@ -112,7 +112,7 @@ impl RawBreaker {
     }
 }
 
-/// `concurrency` (`options::CONCURRENCY`).
+/// `concurrency` (`limiter::CONCURRENCY`).
 #[derive(Debug, Clone, Default)]
 pub struct RawConcurrency {
     pub max: Option<f64>,
