@@ -22,7 +22,8 @@ use stormguard::policy::breaker::ProbeWaiter;
 use stormguard::policy::classify::RetryDenied;
 use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
 use stormguard::policy::limiter::Acquire;
-use stormguard::policy::options::{CallConfig, ClientConfig, RawBreaker, RawClientOptions, Toggle};
+use stormguard::policy::options::{CallConfig, ClientConfig};
+use stormguard::policy::raw_options::{RawBreaker, RawClientOptions, Toggle};
 use stormguard::policy::stats::Stats;
 
 const CLIENTS: usize = 1000;

@@ -170,7 +170,10 @@ impl BreakerConfig {
             },
             open_ms,
             max_open_ms,
-            half_open_probes: m.half_open_probes.num().map_or(d.half_open_probes, |v| v as u32),
+            half_open_probes: m
+                .half_open_probes
+                .num()
+                .map_or(d.half_open_probes, |v| v as u32),
             adaptive_k: adaptive.then(|| m.k.num().unwrap_or(DEFAULT_ADAPTIVE_K)),
         })
     }

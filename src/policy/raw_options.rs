@@ -1,10 +1,18 @@
 //! Options written as Rust structs, for Rust callers: the native tests and
 //! the storm simulation (`tests/sim.rs`). Each turns into the members its
-//! table reads (`options::CLIENT`, `CALL` and the sub-option tables), in
-//! the table's order, and goes through the same checks as what the web
-//! side reads from JS. The wasm never builds one (none of this ships).
+//! table reads (`options::CLIENT`, `CALL` and the sub-option tables), named
+//! (the table's `...Members`), and goes through the same checks as what the
+//! web side reads from JS. The wasm never builds one (none of this ships).
 
+use super::breaker::BreakerMembers;
+use super::budget::BudgetMembers;
+use super::limiter::ConcurrencyMembers;
 use super::option_table::Given;
+use super::options::{
+    CallConfig, CallMembers, ClientConfig, ClientMembers, HedgeMembers, Host, OptionsError,
+    StorageMembers,
+};
+use super::retry::RetryMembers;
 
 /// An option that may be absent (defaults), `false` (off) or a value: a
 /// sub-option object, or `breaker.consecutiveFailures`'s count.
@@ -51,16 +59,17 @@ pub struct RawRetry {
 
 impl RawRetry {
     pub fn members(&self) -> Vec<Given> {
-        vec![
-            num(self.max_attempts),
-            num(self.base_delay_ms),
-            num(self.max_delay_ms),
-            text(&self.jitter),
-            self.statuses.clone().map_or(Given::Absent, Given::Nums),
-            self.methods.clone().map_or(Given::Absent, Given::Texts),
-            flag(self.retry_after),
-            num(self.max_retry_after_ms),
-        ]
+        RetryMembers {
+            max_attempts: num(self.max_attempts),
+            base_delay_ms: num(self.base_delay_ms),
+            max_delay_ms: num(self.max_delay_ms),
+            jitter: text(&self.jitter),
+            statuses: self.statuses.clone().map_or(Given::Absent, Given::Nums),
+            methods: self.methods.clone().map_or(Given::Absent, Given::Texts),
+            retry_after: flag(self.retry_after),
+            max_retry_after_ms: num(self.max_retry_after_ms),
+        }
+        .into_vec()
     }
 }
 
@@ -74,7 +83,12 @@ pub struct RawBudget {
 
 impl RawBudget {
     pub fn members(&self) -> Vec<Given> {
-        vec![num(self.ratio), num(self.min_retries), num(self.window_ms)]
+        BudgetMembers {
+            ratio: num(self.ratio),
+            min_retries: num(self.min_retries),
+            window_ms: num(self.window_ms),
+        }
+        .into_vec()
     }
 }
 
@@ -94,21 +108,22 @@ pub struct RawBreaker {
 
 impl RawBreaker {
     pub fn members(&self) -> Vec<Given> {
-        vec![
-            num(self.window_ms),
-            num(self.min_samples),
-            num(self.failure_rate),
-            match self.consecutive_failures {
+        BreakerMembers {
+            window_ms: num(self.window_ms),
+            min_samples: num(self.min_samples),
+            failure_rate: num(self.failure_rate),
+            consecutive_failures: match self.consecutive_failures {
                 Toggle::Default => Given::Absent,
                 Toggle::Off => Given::Off,
                 Toggle::On(v) => Given::Num(v),
             },
-            num(self.open_ms),
-            num(self.max_open_ms),
-            num(self.half_open_probes),
-            text(&self.mode),
-            num(self.k),
-        ]
+            open_ms: num(self.open_ms),
+            max_open_ms: num(self.max_open_ms),
+            half_open_probes: num(self.half_open_probes),
+            mode: text(&self.mode),
+            k: num(self.k),
+        }
+        .into_vec()
     }
 }
 
@@ -121,7 +136,11 @@ pub struct RawConcurrency {
 
 impl RawConcurrency {
     pub fn members(&self) -> Vec<Given> {
-        vec![num(self.max), num(self.queue)]
+        ConcurrencyMembers {
+            max: num(self.max),
+            queue: num(self.queue),
+        }
+        .into_vec()
     }
 }
 
@@ -134,7 +153,11 @@ pub struct RawStorage {
 
 impl RawStorage {
     pub fn members(&self) -> Vec<Given> {
-        vec![text(&self.prefix), num(self.max_entry_bytes)]
+        StorageMembers {
+            prefix: text(&self.prefix),
+            max_entry_bytes: num(self.max_entry_bytes),
+        }
+        .into_vec()
     }
 }
 
@@ -154,7 +177,11 @@ impl RawHedge {
         } else {
             num(self.after_ms)
         };
-        vec![after, num(self.max)]
+        HedgeMembers {
+            after_ms: after,
+            max: num(self.max),
+        }
+        .into_vec()
     }
 }
 
@@ -178,21 +205,22 @@ pub struct RawClientOptions {
 
 impl RawClientOptions {
     pub fn members(&self) -> Vec<Given> {
-        vec![
-            num(self.timeout_ms),
-            num(self.gateway_timeout_ms),
-            num(self.deadline_ms),
-            group(&self.retry, RawRetry::members),
-            group(&self.budget, RawBudget::members),
-            group(&self.breaker, RawBreaker::members),
-            group(&self.concurrency, RawConcurrency::members),
-            flag(self.dedupe),
-            flag(self.wait_for_online),
-            flag(self.cross_tab),
-            group(&self.hedge, RawHedge::members),
-            flag(self.rate_limit),
-            group(&self.storage, RawStorage::members),
-        ]
+        ClientMembers {
+            timeout_ms: num(self.timeout_ms),
+            gateway_timeout_ms: num(self.gateway_timeout_ms),
+            deadline_ms: num(self.deadline_ms),
+            retry: group(&self.retry, RawRetry::members),
+            budget: group(&self.budget, RawBudget::members),
+            breaker: group(&self.breaker, RawBreaker::members),
+            concurrency: group(&self.concurrency, RawConcurrency::members),
+            dedupe: flag(self.dedupe),
+            wait_for_online: flag(self.wait_for_online),
+            cross_tab: flag(self.cross_tab),
+            hedge: group(&self.hedge, RawHedge::members),
+            rate_limit: flag(self.rate_limit),
+            storage: group(&self.storage, RawStorage::members),
+        }
+        .into_vec()
     }
 }
 
@@ -209,13 +237,36 @@ pub struct RawCallOptions {
 
 impl RawCallOptions {
     pub fn members(&self) -> Vec<Given> {
-        vec![
-            num(self.timeout_ms),
-            num(self.deadline_ms),
-            group(&self.retry, RawRetry::members),
-            flag(self.wait_for_online),
-            group(&self.hedge, RawHedge::members),
-            flag(self.rate_limit),
-        ]
+        CallMembers {
+            timeout_ms: num(self.timeout_ms),
+            deadline_ms: num(self.deadline_ms),
+            retry: group(&self.retry, RawRetry::members),
+            wait_for_online: flag(self.wait_for_online),
+            hedge: group(&self.hedge, RawHedge::members),
+            rate_limit: flag(self.rate_limit),
+        }
+        .into_vec()
+    }
+}
+
+impl ClientConfig {
+    /// [`ClientConfig::from_members`] of options written in Rust, in a page.
+    pub fn from_raw(raw: &RawClientOptions) -> Result<ClientConfig, OptionsError> {
+        Self::from_members(&raw.members(), Host::Page)
+    }
+
+    /// [`ClientConfig::extend_members`] of options written in Rust.
+    pub fn extended(&self, raw: &RawClientOptions) -> Result<ClientConfig, OptionsError> {
+        self.extend_members(&raw.members())
+    }
+}
+
+impl CallConfig {
+    /// [`CallConfig::resolve_members`] of options written in Rust.
+    pub fn resolve(
+        client: &ClientConfig,
+        raw: &RawCallOptions,
+    ) -> Result<CallConfig, OptionsError> {
+        Self::resolve_members(client, &raw.members())
     }
 }

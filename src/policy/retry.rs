@@ -105,26 +105,30 @@ impl RetryConfig {
 
     /// `retry`'s members over `self`'s settings.
     pub(super) fn merged(&self, g: &[Given]) -> Result<Self> {
+        let m = RetryMembers::of(g).ok_or_else(|| unread("retry"))?;
         check("retry", &RETRY, g)?;
-        let [attempts, base, max, jitter, statuses, methods, retry_after, max_retry_after] = g
-        else {
-            return Err(unread("retry"));
-        };
         Ok(Self {
-            max_attempts: attempts.num().map_or(self.max_attempts, |v| v as u32),
-            base_delay_ms: base.num().unwrap_or(self.base_delay_ms),
-            max_delay_ms: max.num().unwrap_or(self.max_delay_ms),
-            jitter: jitter.text().and_then(Jitter::parse).unwrap_or(self.jitter),
-            statuses: match statuses {
+            max_attempts: m.max_attempts.num().map_or(self.max_attempts, |v| v as u32),
+            base_delay_ms: m.base_delay_ms.num().unwrap_or(self.base_delay_ms),
+            max_delay_ms: m.max_delay_ms.num().unwrap_or(self.max_delay_ms),
+            jitter: m
+                .jitter
+                .text()
+                .and_then(Jitter::parse)
+                .unwrap_or(self.jitter),
+            statuses: match m.statuses {
                 Given::Nums(list) => list.iter().map(|&s| s as u16).collect(),
                 _ => self.statuses.clone(),
             },
-            methods: match methods {
+            methods: match m.methods {
                 Given::Texts(list) => list.iter().map(|m| m.to_ascii_uppercase()).collect(),
                 _ => self.methods.clone(),
             },
-            retry_after: retry_after.flag().unwrap_or(self.retry_after),
-            max_retry_after_ms: max_retry_after.num().unwrap_or(self.max_retry_after_ms),
+            retry_after: m.retry_after.flag().unwrap_or(self.retry_after),
+            max_retry_after_ms: m
+                .max_retry_after_ms
+                .num()
+                .unwrap_or(self.max_retry_after_ms),
         })
     }
 }
