@@ -187,11 +187,12 @@ macro_rules! table {
             /// The members read by the table, named; none when they are
             /// not as many as its rows.
             pub fn of(g: &'a [$crate::policy::option_table::Given]) -> Option<Self> {
-                let mut rows = g.iter();
-                let m = $members {
-                    $($field: rows.next()?,)*
+                // One pattern made of the same list as the struct: a
+                // single length check, and no position written by hand.
+                let [$($field),*] = g else {
+                    return None;
                 };
-                rows.next().is_none().then_some(m)
+                Some($members { $($field),* })
             }
         }
 
