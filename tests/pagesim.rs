@@ -1,0 +1,423 @@
+//! Virtual-time page loads through the policy core (issue 42): a blip and a
+//! page-load outage, the two faces of a burst that look the same at its
+//! first failures.
+//!
+//! Each tab is one set of policies (one `Guard`, as one client per browser
+//! tab) and loads a page of 6 parallel calls over 3 endpoints of one origin
+//! (the storm benchmark's page). Each call is driven through
+//! `policy::guard::Guard` as the wasm engine drives it (admit, slot, begin,
+//! settle; waits, probe waiters, queued slots), so what holds here holds for
+//! the shipped loop.
+//!
+//! - **blip**: 100 warm tabs (one page load each first) each load a page at
+//!   a random moment from 200 ms before the blip to its end; the origin
+//!   answers every request 503 during the blip (100 ms, 300 ms, 1 s), then
+//!   is healthy. Success: the pages' calls that succeeded.
+//! - **page-load outage**: 500 tabs, a page every 10 s each (phases spread
+//!   evenly), a backend of 400 requests a second (load 0.75), down (503) for
+//!   3 s or 10 s. Amplification: arrivals in the fault / calls started in
+//!   it; peak: the busiest 1 s from the fault's start on (aligned to it) over
+//!   the baseline; success: calls started from the fault on that succeeded.
+//!
+//! The figures are the benchmark's (bench/blip.mjs, bench/storm.mjs) in
+//! virtual time: no machine noise, so a rule's effect shows at once. The
+//! assertions are issue 42's targets for the rules (the bench measures the
+//! shipped package).
+#![allow(clippy::indexing_slicing, clippy::unwrap_used)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use stormguard::policy::breaker::ProbeWaiter;
+use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
+use stormguard::policy::limiter::{Acquire, WaiterId};
+use stormguard::policy::options::{CallConfig, ClientConfig, RawClientOptions};
+
+const ORIGIN: &str = "https://api.example";
+const ENDPOINTS: [&str; 3] = ["user", "orders", "stock"];
+
+/// xorshift64*: deterministic, for the simulation only.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn between(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + self.next() * (hi - lo)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// A tab loads a page; `bool`: it counts (not the warm-up).
+    Page(usize, bool),
+    Attempt(usize),
+    Reply(usize, bool),
+}
+
+struct Call {
+    tab: usize,
+    start: f64,
+    counted: bool,
+    state: CallState<'static>,
+    sent: Option<Attempt>,
+    /// Admitted with this permit, waiting for a slot.
+    admitted: Option<Option<stormguard::policy::breaker::Permit>>,
+    ok: Option<bool>,
+    end: f64,
+}
+
+/// The backend: down in `[down_from, down_to)`, else serving up to
+/// `capacity` requests in each second (the excess 503).
+struct Backend {
+    down_from: f64,
+    down_to: f64,
+    capacity: u32,
+}
+
+struct Sim {
+    specs: Vec<&'static Spec>,
+    tabs: Vec<Guard>,
+    calls: Vec<Call>,
+    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    seq: u64,
+    rng: Rng,
+    backend: Backend,
+    /// Arrival times of every request.
+    arrivals: Vec<f64>,
+    per_s: Vec<u32>,
+    /// Calls waiting for a probe's outcome: (tab, waiter, call).
+    probe_waits: Vec<(usize, ProbeWaiter, usize)>,
+    /// Calls waiting for a slot: (tab, waiter, call).
+    slot_waits: Vec<(usize, WaiterId, usize)>,
+    /// Repeat a tab's page every this long (0: once).
+    period_ms: f64,
+    end_ms: f64,
+}
+
+impl Sim {
+    fn new(tabs: usize, backend: Backend, period_ms: f64, end_ms: f64, seed: u64) -> Self {
+        let cfg = ClientConfig::from_raw(&RawClientOptions::default()).unwrap();
+        let specs = ENDPOINTS
+            .iter()
+            .flat_map(|e| [e, e])
+            .map(|e| {
+                &*Box::leak(Box::new(Spec {
+                    key: format!("GET {ORIGIN}/capacity/{e}"),
+                    method: "GET".to_string(),
+                    has_key: false,
+                    cfg: CallConfig::resolve(&cfg, &Default::default()).unwrap(),
+                    prefer_cache: false,
+                    refusable: false,
+                }))
+            })
+            .collect();
+        Self {
+            specs,
+            tabs: (0..tabs).map(|_| Guard::new(&cfg)).collect(),
+            calls: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            rng: Rng(seed),
+            backend,
+            arrivals: Vec::new(),
+            per_s: vec![0; (end_ms / 1000.0) as usize + 120],
+            probe_waits: Vec::new(),
+            slot_waits: Vec::new(),
+            period_ms,
+            end_ms,
+        }
+    }
+
+    fn at(&mut self, time_ms: f64, event: Event) {
+        self.seq += 1;
+        self.events
+            .push(Reverse(((time_ms * 1000.0) as u64, self.seq, event)));
+    }
+
+    fn run(&mut self) {
+        while let Some(Reverse((micros, _, event))) = self.events.pop() {
+            let now = micros as f64 / 1000.0;
+            match event {
+                Event::Page(tab, counted) => self.page(tab, counted, now),
+                Event::Attempt(id) => self.attempt(id, now),
+                Event::Reply(id, ok) => self.reply(id, ok, now),
+            }
+        }
+    }
+
+    fn page(&mut self, tab: usize, counted: bool, now: f64) {
+        if self.period_ms > 0.0 && now + self.period_ms < self.end_ms {
+            self.at(now + self.period_ms, Event::Page(tab, counted));
+        }
+        for i in 0..self.specs.len() {
+            let state = self.tabs[tab].start(self.specs[i], now);
+            self.calls.push(Call {
+                tab,
+                start: now,
+                counted,
+                state,
+                sent: None,
+                admitted: None,
+                ok: None,
+                end: 0.0,
+            });
+            self.attempt(self.calls.len() - 1, now);
+        }
+    }
+
+    fn attempt(&mut self, id: usize, now: f64) {
+        let coin = self.rng.next();
+        let call = &mut self.calls[id];
+        let tab = call.tab;
+        let guard = &mut self.tabs[tab];
+        let admission = guard.admit(&mut call.state, now, false, coin);
+        let _ = guard.drain_transitions();
+        let _ = guard.drain_holds();
+        let permit = match admission {
+            Admission::Go(permit) => permit,
+            Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
+            Admission::AwaitProbe(w) => return self.probe_waits.push((tab, w, id)),
+            Admission::Stop(_) => {
+                self.calls[id].ok = Some(false);
+                self.calls[id].end = now;
+                return self.wake(tab, now);
+            }
+            Admission::Online => unreachable!("the simulated host is always online"),
+        };
+        match guard.acquire_slot() {
+            Acquire::Granted => self.send(id, permit, now),
+            Acquire::Queued(w) => {
+                self.calls[id].admitted = Some(permit);
+                self.slot_waits.push((tab, w, id));
+            }
+            Acquire::Full => {
+                guard.abandon(&call.state, permit, now);
+                self.calls[id].ok = Some(false);
+                self.calls[id].end = now;
+                self.wake(tab, now);
+            }
+        }
+    }
+
+    /// The call holds a slot: its attempt goes.
+    fn send(&mut self, id: usize, permit: Option<stormguard::policy::breaker::Permit>, now: f64) {
+        let call = &mut self.calls[id];
+        let tab = call.tab;
+        let Some(sent) = self.tabs[tab].begin(&mut call.state, permit, now) else {
+            call.ok = Some(false);
+            call.end = now;
+            self.free_slot(tab, now);
+            return self.wake(tab, now);
+        };
+        call.sent = Some(sent);
+        self.arrivals.push(now);
+        let s = (now / 1000.0) as usize;
+        self.per_s[s] += 1;
+        let b = &self.backend;
+        let ok = !(b.down_from..b.down_to).contains(&now) && self.per_s[s] <= b.capacity;
+        let latency = if ok {
+            self.rng.between(5.0, 30.0)
+        } else {
+            self.rng.between(2.0, 10.0)
+        };
+        self.at(now + latency, Event::Reply(id, ok));
+    }
+
+    fn free_slot(&mut self, tab: usize, now: f64) {
+        if let Some(w) = self.tabs[tab].release_slot() {
+            if let Some(i) = self.slot_waits.iter().position(|p| p.0 == tab && p.1 == w) {
+                let (_, _, id) = self.slot_waits.remove(i);
+                let permit = self.calls[id].admitted.take().flatten();
+                self.send(id, permit, now);
+            }
+        }
+    }
+
+    /// Probe waiters released: they ask again, in queue order.
+    fn wake(&mut self, tab: usize, now: f64) {
+        for w in self.tabs[tab].drain_released() {
+            if let Some(i) = self.probe_waits.iter().position(|p| p.0 == tab && p.1 == w) {
+                let (_, _, id) = self.probe_waits.remove(i);
+                self.at(now, Event::Attempt(id));
+            }
+        }
+    }
+
+    fn reply(&mut self, id: usize, ok: bool, now: f64) {
+        let end = if ok {
+            Ended::Success
+        } else {
+            Ended::Status {
+                status: 503,
+                retry_after: None,
+                reset_ms: None,
+            }
+        };
+        let rand01 = self.rng.next();
+        let call = &mut self.calls[id];
+        let tab = call.tab;
+        let guard = &mut self.tabs[tab];
+        let permit = call.sent.take().and_then(|s| s.permit);
+        let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
+        let _ = guard.drain_transitions();
+        let _ = guard.drain_holds();
+        match verdict {
+            Verdict::End => (call.ok, call.end) = (Some(ok), now),
+            Verdict::Retry { delay_ms } => self.at(now + delay_ms, Event::Attempt(id)),
+            Verdict::Fail { .. } => (call.ok, call.end) = (Some(false), now),
+        }
+        self.free_slot(tab, now);
+        self.wake(tab, now);
+    }
+
+    /// Every counted call has ended (none stranded).
+    fn assert_all_ended(&self) {
+        let open = self.calls.iter().filter(|c| c.ok.is_none()).count();
+        assert_eq!(open, 0, "calls never ended");
+    }
+}
+
+struct BlipFigures {
+    success: f64,
+    attempts_per_call: f64,
+    p95_page_ms: f64,
+}
+
+fn blip(length_ms: f64, seed: u64) -> BlipFigures {
+    const TABS: usize = 100;
+    let blip_at = 1700.0;
+    let mut sim = Sim::new(
+        TABS,
+        Backend {
+            down_from: blip_at,
+            down_to: blip_at + length_ms,
+            capacity: u32::MAX,
+        },
+        0.0,
+        0.0,
+        seed,
+    );
+    for tab in 0..TABS {
+        let warm = sim.rng.between(0.0, 1000.0);
+        sim.at(warm, Event::Page(tab, false));
+        let load = sim.rng.between(blip_at - 200.0, blip_at + length_ms);
+        sim.at(load, Event::Page(tab, true));
+    }
+    sim.run();
+    sim.assert_all_ended();
+    let counted: Vec<&Call> = sim.calls.iter().filter(|c| c.counted).collect();
+    let ok = counted.iter().filter(|c| c.ok == Some(true)).count();
+    // A page's time: from its start until its last call ended.
+    let mut pages: Vec<f64> = counted
+        .chunks(6)
+        .map(|p| p.iter().map(|c| c.end - c.start).fold(0.0, f64::max))
+        .collect();
+    pages.sort_by(f64::total_cmp);
+    let attempts: u32 = counted.iter().map(|c| c.state.attempts()).sum();
+    BlipFigures {
+        success: ok as f64 / counted.len() as f64,
+        attempts_per_call: f64::from(attempts) / counted.len() as f64,
+        p95_page_ms: pages[(pages.len() * 95).div_ceil(100) - 1],
+    }
+}
+
+struct OutageFigures {
+    amplification: f64,
+    peak: f64,
+    peak_at_s: usize,
+    success: f64,
+    none_success: f64,
+}
+
+fn page_load_outage(fault_ms: f64, seed: u64) -> OutageFigures {
+    const TABS: usize = 500;
+    const PERIOD: f64 = 10_000.0;
+    let fault_at = 20_000.0;
+    let end = fault_at + fault_ms + 20_000.0;
+    let mut sim = Sim::new(
+        TABS,
+        Backend {
+            down_from: fault_at,
+            down_to: fault_at + fault_ms,
+            capacity: 400,
+        },
+        PERIOD,
+        end,
+        seed,
+    );
+    for tab in 0..TABS {
+        let phase = (tab as f64 + sim.rng.next()) * PERIOD / TABS as f64;
+        sim.at(phase, Event::Page(tab, true));
+    }
+    sim.run();
+    sim.assert_all_ended();
+    let fault_end = fault_at + fault_ms;
+    let count = |from: f64, to: f64| {
+        sim.arrivals
+            .iter()
+            .filter(|&&t| t >= from && t < to)
+            .count() as f64
+    };
+    let baseline = count(fault_at - 5000.0, fault_at) / 5.0;
+    let started = |c: &&Call| c.start >= fault_at && c.start < fault_end;
+    let in_fault = sim.calls.iter().filter(started).count() as f64;
+    let (mut peak, mut peak_at_s) = (0.0, 0);
+    let mut t = fault_at;
+    while t + 1000.0 <= end {
+        let n = count(t, t + 1000.0);
+        if n > peak {
+            peak = n;
+            peak_at_s = ((t - fault_at) / 1000.0) as usize;
+        }
+        t += 1000.0;
+    }
+    let from: Vec<&Call> = sim.calls.iter().filter(|c| c.start >= fault_at).collect();
+    let ok = from.iter().filter(|c| c.ok == Some(true)).count() as f64;
+    let none_ok = from
+        .iter()
+        .filter(|c| c.start >= fault_end || c.start < fault_at)
+        .count() as f64;
+    OutageFigures {
+        amplification: count(fault_at, fault_end) / in_fault,
+        peak: peak / baseline,
+        peak_at_s,
+        success: ok / from.len() as f64,
+        none_success: none_ok / from.len() as f64,
+    }
+}
+
+#[test]
+#[ignore = "figures: cargo test --release --test pagesim -- --ignored --nocapture"]
+fn figures() {
+    for len in [100.0, 300.0, 1000.0] {
+        for seed in [1, 2] {
+            let f = blip(len, 0x9E37_79B9_7F4A_7C15 ^ seed);
+            println!(
+                "blip {len:>5} ms  success {:5.1} %  attempts/call {:.2}  p95 page {:.0} ms",
+                f.success * 100.0,
+                f.attempts_per_call,
+                f.p95_page_ms
+            );
+        }
+    }
+    for fault in [3000.0, 10_000.0] {
+        for seed in [1, 2] {
+            let f = page_load_outage(fault, 0x2545_F491_4F6C_DD1D ^ seed);
+            println!(
+                "page-load outage {:>2} s  amp {:.2}  peak {:.2}x (at {} s)  success {:5.1} % (none {:5.1} %)",
+                fault / 1000.0,
+                f.amplification,
+                f.peak,
+                f.peak_at_s,
+                f.success * 100.0,
+                f.none_success * 100.0
+            );
+        }
+    }
+}
