@@ -46,10 +46,26 @@ async function runOne(factories, base, strategy, kind, lengthMs) {
   // a backend with room for every page at once: only the blip fails calls
   await control(base, '/_capacity', { defaults: true, resetCounters: true, c: 1000, serviceMs: 5, queue: 10_000, gatewayMs: 5000, mode: 'normal' });
   const tabs = [];
-  for (let i = 0; i < TABS; i++) tabs.push(await factories[strategy]({}));
+  const lost = {};
+  // `label=stormguard{json}`: a variant; its `pkg` (a folder) another build side by side (main's, a branch's)
+  const m = /^[\w.+-]+=stormguard(\{.*\})?$/.exec(strategy);
+  let make = factories[strategy];
+  if (m) {
+    const { pkg, ...options } = m[1] ? JSON.parse(m[1]) : {};
+    const f = pkg ? makeStrategies({ createClient: (await import(`${pkg}/node.js`)).createClient }) : factories;
+    make = () => f.stormguard(options);
+  }
+  for (let i = 0; i < TABS; i++) tabs.push(await make({}));
   const page = (tab, id) => {
     const start = performance.now();
-    return Promise.all(PAGE.map((p) => tab.call(`${base}${p}&id=${id}`).then(() => true, () => false)))
+    return Promise.all(PAGE.map((p) => tab.call(`${base}${p}&id=${id}`).then(() => true, (e) => {
+      // why the call was lost: its error's name and, for stormguard, why no further retry went
+      if (id === 'page') {
+        const why = `${e?.name ?? 'Error'}${e?.retryDenied ? `/${e.retryDenied}` : ''}`;
+        lost[why] = (lost[why] ?? 0) + 1;
+      }
+      return false;
+    })))
       .then((oks) => ({ oks, ms: performance.now() - start }));
   };
   // warm: one page load each, spread over a second
@@ -76,7 +92,7 @@ async function runOne(factories, base, strategy, kind, lengthMs) {
   const calls = pages.length * PAGE.length;
   const ok = pages.reduce((s, p) => s + p.oks.filter(Boolean).length, 0);
   const times = pages.map((p) => p.ms).sort((a, b) => a - b);
-  return { strategy, kind, lengthMs, success: ok / calls, attemptsPerCall: arrivals / calls, p95PageMs: times[Math.ceil(0.95 * times.length) - 1] };
+  return { strategy, kind, lengthMs, success: ok / calls, attemptsPerCall: arrivals / calls, p95PageMs: times[Math.ceil(0.95 * times.length) - 1], lost };
 }
 
 export async function runBlip({ quick = false, kinds = KINDS, lengths = LENGTHS_MS, strategies = STORM_STRATEGIES, log = console.log } = {}) {
@@ -91,7 +107,7 @@ export async function runBlip({ quick = false, kinds = KINDS, lengths = LENGTHS_
         for (const s of strategies) {
           const r = await runOne(factories, ready.url, s, kind, lengthMs);
           rows.push(r);
-          log(`[blip] ${kind} ${lengthMs} ms ${s.padEnd(10)} success ${pct(r.success)}  attempts/call ${fixed(r.attemptsPerCall, 2)}  p95 page ${Math.round(r.p95PageMs)} ms`);
+          log(`[blip] ${kind} ${lengthMs} ms ${s.padEnd(10)} success ${pct(r.success)}  attempts/call ${fixed(r.attemptsPerCall, 2)}  p95 page ${Math.round(r.p95PageMs)} ms  lost ${JSON.stringify(r.lost)}`);
         }
       }
     }

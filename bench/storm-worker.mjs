@@ -96,7 +96,10 @@ async function loadLibs() {
     // Each simulated client is a browser tab: a page's defaults, which createClient picks where
     // there is a `window` (a server's differ: README, "Frameworks and tools").
     globalThis.window ??= globalThis;
-    libs.createClient = (await import('../pkg/node.js')).createClient;
+    // `label=stormguard{"pkg":"/path/to/pkg"}`: another build side by side (main's, a branch's)
+    const pkg = cfg.strategyOptions?.pkg;
+    if (pkg) delete cfg.strategyOptions.pkg;
+    libs.createClient = (await import(pkg ? `${pkg}/node.js` : '../pkg/node.js')).createClient;
   }
   return libs;
 }
