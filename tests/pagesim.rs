@@ -36,7 +36,8 @@ use std::collections::BinaryHeap;
 use stormguard::policy::breaker::ProbeWaiter;
 use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
 use stormguard::policy::limiter::{Acquire, WaiterId};
-use stormguard::policy::options::{CallConfig, ClientConfig, RawClientOptions, Toggle};
+use stormguard::policy::options::{CallConfig, ClientConfig};
+use stormguard::policy::raw_options::{RawClientOptions, Toggle};
 
 const ORIGIN: &str = "https://api.example";
 const ENDPOINTS: [&str; 3] = ["user", "orders", "stock"];
