@@ -1,6 +1,6 @@
 // The README's option reference against the code, so the two cannot drift:
 // every default in README.md's "Client options" table equals the Rust
-// `Default` impl in src/policy/options.rs, every option of the TypeScript
+// `Default` impl in src/policy/ (options.rs, or the policy's own file), every option of the TypeScript
 // types (pkg-template/index.d.ts) and of API.md's ClientOptions is in the
 // table (and nothing else is), and the per-call table names every option of
 // CallOptions, RequestOptions and SchemaOptions.
@@ -11,7 +11,10 @@ import { join } from 'node:path';
 import { root } from './browser.mjs';
 
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const rust = readFileSync(join(root, 'src/policy/options.rs'), 'utf8');
+// The policy core's configs and their defaults: options.rs and each policy's own file (breaker.rs,
+// budget.rs, limiter.rs, retry.rs, ...), where its config lives beside it.
+const rust = readdirSync(join(root, 'src/policy')).filter((f) => f.endsWith('.rs'))
+  .map((f) => readFileSync(join(root, 'src/policy', f), 'utf8')).join('\n');
 const dts = readFileSync(join(root, 'pkg-template/index.d.ts'), 'utf8');
 const apiPath = join(root, '../shared/API.md');
 const api = existsSync(apiPath) ? readFileSync(apiPath, 'utf8') : null;
@@ -52,7 +55,7 @@ const camel = (snake) => snake.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 /** `impl Default for <Type> { ... Self { field: expr, ... } }` -> { field: expr } */
 function rustDefaults(type) {
   const m = new RegExp(`impl Default for ${type} \\{[\\s\\S]*?Self \\{([\\s\\S]*?)\\n\\s*\\}\\n\\s*\\}`).exec(rust);
-  assert.ok(m, `src/policy/options.rs has impl Default for ${type}`);
+  assert.ok(m, `src/policy/ has impl Default for ${type}`);
   const fields = {};
   for (const f of m[1].matchAll(/^\s*(\w+): (.+?),?\s*$/gm)) fields[f[1]] = f[2];
   // `Self { max: 6, queue: 100 }` on one line
@@ -65,14 +68,14 @@ function rustDefaults(type) {
 
 function rustConst(name) {
   const m = new RegExp(`const ${name}: \\[[^\\]]+\\] = \\[([^\\]]*)\\];`).exec(rust);
-  assert.ok(m, `src/policy/options.rs has const ${name}`);
+  assert.ok(m, `src/policy/ has const ${name}`);
   return m[1].split(',').map((s) => s.trim()).filter(Boolean)
     .map((s) => (s.startsWith('"') ? JSON.parse(s) : Number(s)));
 }
 
 function rustScalarConst(name) {
   const m = new RegExp(`const ${name}: \\w+ = ([^;]+);`).exec(rust);
-  assert.ok(m, `src/policy/options.rs has const ${name}`);
+  assert.ok(m, `src/policy/ has const ${name}`);
   return rustValue(m[1].trim());
 }
 

@@ -1,0 +1,111 @@
+// The seam between the wasm and its JS (ARCHITECTURE.md, "The seam"): each
+// protocol is defined once on the Rust side, and the JS names what it
+// defines. This reads both sides' sources and fails when one names
+// something the other does not: a string enum's name a JS function returns
+// that the enum lacks (wasm-bindgen would hand Rust its invalid variant), an
+// IoFlag bit core.js sets that hooks.rs does not export, an event or error
+// name one side lists and the other not. No build, no server.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { root } from './browser.mjs';
+
+const read = (rel) => readFileSync(join(root, rel), 'utf8');
+const core = read('pkg-template/core.js');
+
+/** The `#[wasm_bindgen]` enum `name` of `rel`: [variant, value] (a string or a number) in order. */
+function rustEnum(rel, name) {
+  const m = new RegExp(`#\\[wasm_bindgen\\][^{]*?enum ${name} \\{([\\s\\S]*?)\\n\\}`).exec(read(rel));
+  assert.ok(m, `${rel} has a #[wasm_bindgen] enum ${name}`);
+  return [...m[1].matchAll(/^\s*(\w+) = (?:"([^"]*)"|(\d+)),/gm)].map(([, v, s, n]) => [v, s ?? Number(n)]);
+}
+
+/** The source of JS function `name` in `text`, to its closing brace at the start of a line. */
+function jsFunction(text, name) {
+  const start = text.search(new RegExp(`\\bfunction ${name}\\(`));
+  assert.ok(start >= 0, `function ${name} found`);
+  return text.slice(start, text.indexOf('\n}\n', start) + 2);
+}
+
+/** The string literals in `code` that are not compared with (`=== 'x'`). */
+const literals = (code) =>
+  [...code.matchAll(/(=== |!== )?'([^']*)'/g)].filter((m) => !m[1]).map((m) => m[2]);
+
+/**
+ * What a function's `return` statements give: their string literals, and those assigned to a
+ * variable a `return` gives (`let step = 'a'; ... return step;`).
+ */
+function returned(body) {
+  const out = new Set();
+  for (const [, expr] of body.matchAll(/\breturn ([^;\n]*)/g)) {
+    for (const l of literals(expr)) out.add(l);
+    const v = /^(\w+)$/.exec(expr.trim());
+    if (v) for (const [, value] of body.matchAll(new RegExp(`\\b${v[1]} = ([^;\\n]*)`, 'g'))) for (const l of literals(value)) out.add(l);
+  }
+  return out;
+}
+
+for (const [rel, name, js, fn] of [
+  ['src/web/request.rs', 'Query', 'src/web/request.js', 'setQuery'],
+  ['src/web/request.rs', 'Body', 'src/web/request.js', 'encodeBody'],
+  ['src/web/host.rs', 'Sent', 'src/web/host.js', 'wasSent'],
+]) {
+  test(`${js}'s ${fn} answers in the names of ${rel}'s ${name}, each of them`, () => {
+    const names = rustEnum(rel, name).map(([, s]) => s);
+    const said = returned(jsFunction(read(js), fn));
+    assert.deepEqual([...said].filter((s) => !names.includes(s)), [], `names ${fn} returns that ${name} lacks`);
+    assert.deepEqual(names.filter((s) => !said.has(s)), [], `names of ${name} that ${fn} never returns`);
+  });
+}
+
+test("host.js's isA knows a brand for every class of host.rs's Class", () => {
+  const names = rustEnum('src/web/host.rs', 'Class').map(([, s]) => s);
+  const brands = /const BRANDS = \{([^}]*)\}/.exec(read('src/web/host.js'));
+  assert.ok(brands, 'host.js has BRANDS');
+  const keys = [...brands[1].matchAll(/(\w+):/g)].map((m) => m[1]);
+  assert.deepEqual(keys.sort(), [...names].sort());
+});
+
+test("core.js sets only the IoFlag bits hooks.rs exports, each a bit of its own, and each entry hands it over", () => {
+  const flags = rustEnum('src/web/hooks.rs', 'IoFlag');
+  const bits = flags.map(([, n]) => n);
+  assert.ok(bits.every((n) => Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0), 'powers of two');
+  assert.equal(new Set(bits).size, bits.length, 'no bit twice');
+  const used = new Set([...core.matchAll(/IoFlag\.(\w+)/g)].map((m) => m[1]));
+  const names = flags.map(([v]) => v);
+  assert.deepEqual([...used].filter((u) => !names.includes(u)), [], 'IoFlag members core.js uses that hooks.rs lacks');
+  assert.doesNotMatch(core, /\bflags\s*&\s*~?\d/, 'a flag bit written as a number in core.js');
+  for (const entry of ['index.js', 'node.js', 'workerd.js']) {
+    assert.match(read(`pkg-template/${entry}`), /const glue = \{[^}]*\bIoFlag\b/, `${entry} hands IoFlag to core.js`);
+  }
+});
+
+test("every method hooks.rs calls on the Io is one of core.js's class Io", () => {
+  const block = /extern "C" \{([\s\S]*?)\n\}/.exec(read('src/web/hooks.rs'))[1];
+  const called = [...block.matchAll(/#\[wasm_bindgen\(method(?:, getter)?(?:, js_name = (\w+))?\)\]\s*(?:#\[[^\]]*\]\s*)*pub fn (\w+)/g)]
+    .map(([, js, rust]) => js ?? rust);
+  assert.ok(called.length >= 5, `hooks.rs declares the Io's methods (${called})`);
+  const io = core.slice(core.indexOf('class Io {'), core.indexOf('\n}\n', core.indexOf('class Io {')));
+  for (const m of called) assert.match(io, new RegExp(`\\n  (?:async |get )?${m}\\(|this\\.${m} = `), `core.js's Io has ${m}`);
+});
+
+test('the event names are the same in client.rs, core.js and index.d.ts', () => {
+  const rust = /const EVENTS: \[&str; \d+\] = \[([^\]]*)\]/.exec(read('src/web/client.rs'));
+  assert.ok(rust, 'client.rs has EVENTS');
+  const js = /const EVENTS = \[([^\]]*)\]/.exec(core);
+  const ts = /export type EventName = ([^;]*);/.exec(read('pkg-template/index.d.ts'));
+  const names = (text) => [...text.matchAll(/["']([^"']+)["']/g)].map((m) => m[1]);
+  assert.deepEqual(names(js[1]), names(rust[1]), 'core.js EVENTS');
+  assert.deepEqual(names(ts[1]), names(rust[1]), 'index.d.ts EventName');
+});
+
+test("every error name errors.rs hands out is a class of core.js's CLASSES", () => {
+  const fn = /pub fn name\(&self\) -> &'static str \{([\s\S]*?)\n    \}/.exec(read('src/web/errors.rs'));
+  assert.ok(fn, 'errors.rs has CallError::name');
+  const rust = new Set([...fn[1].matchAll(/"(\w+Error)"/g)].map((m) => m[1]));
+  const classes = /const CLASSES = \{([^}]*)\}/.exec(core)[1].split(',').map((s) => s.trim()).filter(Boolean);
+  const defined = [...core.matchAll(/export const (\w+) = define\('(\w+)'/g)];
+  assert.deepEqual(defined.filter(([, v, n]) => v !== n), [], 'a class whose variable and name differ');
+  assert.deepEqual([...rust].filter((n) => !classes.includes(n)), [], 'names errors.rs gives that CLASSES lacks');
+});
