@@ -96,7 +96,7 @@ impl Client {
     /// goes to the network instead (see `transport.rs`).
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
         let layer = &self.builder.layer;
-        let transport = layer.transport().unwrap_or(&self.engine.transport);
+        let transport = layer.transport().unwrap_or(self.engine.transport());
         if let Some(sent) = transport.returned(&input, &init) {
             return sent;
         }
@@ -147,7 +147,7 @@ impl Client {
             }
             let cfg = self.builder.cfg.extend_members(&read_client(&r)?)?;
             let transport = match r.value("fetch")? {
-                Some(_) => Some(Transport::read(&r, Some(&self.engine.transport))?),
+                Some(_) => Some(Transport::read(&r, Some(self.engine.transport()))?),
                 None => None,
             };
             let layer = Layer::new(Some(self.builder.layer.clone()), transport);
@@ -182,7 +182,7 @@ impl Client {
     }
 
     pub fn stats(&self) -> JsValue {
-        let g = &self.engine.st.borrow().guard;
+        let g = self.engine.guard();
         to_js(&StatsOut::new(&g.stats, g.in_flight(), g.queued()))
     }
 
@@ -192,7 +192,7 @@ impl Client {
         if self.engine.is_closed() {
             return Array::new();
         }
-        let snaps = self.engine.st.borrow_mut().guard.snapshot(now_ms());
+        let snaps = self.engine.breakers(now_ms());
         snaps.iter().map(to_js).collect()
     }
 
@@ -210,13 +210,13 @@ impl Client {
         let func = listener
             .dyn_into::<js_sys::Function>()
             .map_err(|_| options_error(OptionsError::new("listener", "must be a function")))?;
-        let id = self.engine.events.on(&event, func);
+        let id = self.engine.events().on(&event, func);
         self.builder.layer.listening(id);
         Ok(id)
     }
 
     pub fn off(&self, id: u32) {
-        self.engine.events.off(id);
+        self.engine.events().off(id);
         self.builder.layer.unlisten(id);
     }
 
@@ -261,7 +261,7 @@ impl Client {
                 }
             };
             if let Some(x) = CrossTab::new(&prefix, on_peer) {
-                let _ = engine.crosstab.set(x);
+                engine.set_crosstab(x);
             }
         }
         Ok(Client {
@@ -313,7 +313,7 @@ impl Client {
             spawn(async move {
                 let out = match (run.await, check) {
                     (Ok(v), Some(c)) => Apart(c.check(&engine, v)).await.map_err(|e| {
-                        engine.st.borrow_mut().guard.failed();
+                        engine.failed();
                         e.to_js()
                     }),
                     (done, _) => done,

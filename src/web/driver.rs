@@ -74,7 +74,7 @@ pub async fn call(
     // A cancelled flight (its last caller aborted) is ending: a new
     // caller starts a flight of its own instead of inheriting the abort.
     if let Some(f) = engine.flight(&key) {
-        engine.st.borrow_mut().guard.joined();
+        engine.joined();
         // A joiner's own deadline still holds; the first caller's is
         // the network call's.
         me.deadline_ms = Some(call.spec.cfg.deadline_ms);
@@ -114,7 +114,7 @@ pub async fn call(
 /// get the answer, or all get the same error).
 fn caller_done(engine: &Engine, out: Result<JsValue, JsValue>) -> Result<JsValue, JsValue> {
     if out.is_err() {
-        engine.st.borrow_mut().guard.failed();
+        engine.failed();
     }
     out
 }
@@ -148,7 +148,7 @@ impl<'a> Drive<'a> {
     async fn run(engine: &'a Engine, call: &'a Call) -> Result<JsValue, JsValue> {
         // A call whose first attempt was settled before it was shared began then.
         let since = call.since().unwrap_or_else(now_ms);
-        let c = engine.st.borrow_mut().guard.start(&call.spec, since);
+        let c = engine.start(&call.spec, since);
         let mut d = Drive { engine, call, c };
         let result = Apart(d.attempts()).await;
         let Drive { mut c, .. } = d;
@@ -157,14 +157,13 @@ impl<'a> Drive<'a> {
             let e = e
                 .stamped(&call.request_id, attempts, c.deadline.elapsed(now_ms()))
                 .about(described(&call.spec.method, &call.url));
-            let guard = &mut engine.st.borrow_mut().guard;
-            guard.retry_unsent(&mut c);
+            engine.retry_unsent(&mut c);
             // A shared network call's callers are counted one by one
             // (`driver::call`): each ends its own way.
             if !call.mode.is_shared() {
-                guard.failed();
+                engine.failed();
             }
-            engine.events.emit_call("giveUp", call, attempts, &|o| {
+            engine.events().emit_call("giveUp", call, attempts, &|o| {
                 o.times.elapsed_ms = Some(e.elapsed_ms);
                 o.outcome.status = e.status();
                 o.outcome.error_name = Some(e.name());
@@ -209,7 +208,7 @@ impl<'a> Drive<'a> {
             if let AttemptEnd::Timeout(_) = end {
                 let c = &self.c;
                 self.engine
-                    .events
+                    .events()
                     .emit_call("timeout", call, send.attempt, &|o| {
                         o.times.elapsed_ms = Some(c.deadline.elapsed(now_ms()));
                     });
@@ -243,7 +242,7 @@ impl<'a> Drive<'a> {
                 fetch::discard(resp);
             }
             self.engine
-                .events
+                .events()
                 .emit_call("retry", call, send.attempt, &|o| {
                     o.times.delay_ms = Some(delay);
                     o.outcome.status = err.status();

@@ -1,11 +1,20 @@
-//! The call loop: breaker, concurrency slot, attempt, verdict, budget,
-//! backoff — each decision taken by the policy core, each wait cancellable.
+//! The shared state of one client family: the policy core's [`Guard`]
+//! (breakers, budget, slots, holds, counters), the calls parked on a slot
+//! or a half-open probe, the shared flights, the calls in progress that
+//! `close()` cancels, listeners, the transport, the cross-tab channel and
+//! `schema()`'s memory copies. The call driver (`driver.rs`) drives each
+//! call against it.
 //!
-//! `Engine` is shared (`Rc`) by the `Client` and every call in flight. Its
-//! mutable state sits in one `RefCell` that is never held across an
-//! `await` or while a JS listener runs.
+//! `Engine` is shared (`Rc`) by the `Client`, its derived clients and every
+//! call in flight. Its state is private, behind a small API: [`Engine::decide`]
+//! is the only road to a `Guard` method that may change a breaker (it then
+//! does what the answer asks of the host: breaker events, news for the other
+//! tabs, probe waiters woken); [`Engine::guard`] reads; the few other steps
+//! that change the guard (a call counted, a slot taken, a latency recorded)
+//! are named methods. The mutable state sits in one `RefCell` that is never
+//! held across an `await` or while a JS listener runs.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::{OnceCell, Ref, RefCell};
 use std::rc::{Rc, Weak};
 
 use super::cancel::{Cancel, CancelReason};
@@ -14,21 +23,21 @@ use super::dedupe::Flight;
 use super::events::Listeners;
 use super::layer::Layer;
 use super::runtime::{Alarm, Gate, Wake};
-use super::storage::Memory;
+use super::storage::{Memory, Store};
 use super::transport::Transport;
 use super::vecmap::VecMap;
-use crate::policy::breaker::ProbeWaiter;
-use crate::policy::guard::{CallState, Guard};
-use crate::policy::limiter::WaiterId;
+use crate::policy::breaker::{ProbeWaiter, Snapshot};
+use crate::policy::guard::{CallState, Guard, Spec};
+use crate::policy::limiter::{Acquire, WaiterId};
 use crate::policy::options::ClientConfig;
 
 mod news;
 
 /// The engine's mutable state: the policy core's, and what only the host
 /// side has (gates, cancel switches, shared flights).
-pub struct State {
+struct State {
     /// Every decision of the call loop, and the counters of `stats()`.
-    pub guard: Guard,
+    guard: Guard,
     /// Queued calls by waiter id: the gate a freed slot opens.
     waiters: VecMap<WaiterId, Gate>,
     /// Calls waiting for a half-open probe: the gate its outcome opens.
@@ -45,15 +54,15 @@ pub struct State {
 }
 
 pub struct Engine {
-    pub cfg: ClientConfig,
-    pub st: RefCell<State>,
+    cfg: ClientConfig,
+    st: RefCell<State>,
     /// Set once after construction when `crossTab` is on and the host can.
-    pub crosstab: OnceCell<CrossTab>,
+    crosstab: OnceCell<CrossTab>,
     /// `schema()`'s last-good copies where they are kept in memory.
-    pub memory: Memory,
-    pub events: Listeners,
+    memory: Memory,
+    events: Listeners,
     /// Where attempts go (the `fetch` option, else the global fetch).
-    pub transport: Transport,
+    transport: Transport,
     /// The timer that turns the first open breaker half-open when its
     /// period ends, and that time (see `news.rs`).
     half_open: RefCell<Option<(Alarm, f64)>>,
@@ -81,6 +90,82 @@ impl Engine {
             half_open: RefCell::new(None),
             me: me.clone(),
         })
+    }
+
+    /// The listeners of the client family's events.
+    pub fn events(&self) -> &Listeners {
+        &self.events
+    }
+
+    /// Where attempts go unless a client says otherwise.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// The cross-tab channel, if the engine has one.
+    pub fn crosstab(&self) -> Option<&CrossTab> {
+        self.crosstab.get()
+    }
+
+    /// Gives the engine its cross-tab channel (once, after construction).
+    pub fn set_crosstab(&self, x: CrossTab) {
+        let _ = self.crosstab.set(x);
+    }
+
+    /// `schema()`'s last-good copies: in LocalStorage as the client's
+    /// `storage` option says, else in the engine's memory.
+    pub fn store(&self) -> Store {
+        Store::new(self.cfg.storage.as_ref(), &self.memory)
+    }
+
+    /// The policy core, to read (`stats()`, what a step asks before it
+    /// decides). A change goes through [`Engine::decide`] or the steps
+    /// below.
+    pub fn guard(&self) -> Ref<'_, Guard> {
+        Ref::map(self.st.borrow(), |st| &st.guard)
+    }
+
+    /// A new call of `spec`, counted, its deadline from `since`.
+    pub fn start<'a>(&self, spec: &'a Spec, since: f64) -> CallState<'a> {
+        self.st.borrow_mut().guard.start(spec, since)
+    }
+
+    /// A call ended in failure (`stats().failures`).
+    pub fn failed(&self) {
+        self.st.borrow_mut().guard.failed();
+    }
+
+    /// The call ended before the retry it was granted went out: given back.
+    pub fn retry_unsent(&self, c: &mut CallState) {
+        self.st.borrow_mut().guard.retry_unsent(c);
+    }
+
+    /// A call joined an identical one in flight instead of sending.
+    pub fn joined(&self) {
+        self.st.borrow_mut().guard.joined();
+    }
+
+    /// `schema()` answered with its last-good copy.
+    pub fn fell_back(&self) {
+        self.st.borrow_mut().guard.stats.fallbacks += 1;
+    }
+
+    /// Takes a concurrency slot, or a place in its queue.
+    pub fn acquire_slot(&self) -> Acquire {
+        self.st.borrow_mut().guard.acquire_slot()
+    }
+
+    /// A successful answer that took `took_ms`, for hedging at the p95.
+    pub fn answered_in(&self, c: &CallState, took_ms: f64, now: f64) {
+        self.st.borrow_mut().guard.answered_in(c, took_ms, now);
+    }
+
+    /// `client.breakers()`. Its refresh may turn a breaker whose open
+    /// period has ended half-open before the timer that does so fires
+    /// (`news.rs`): that transition is reported with the next news, as
+    /// the timer's would be, not from inside `breakers()`.
+    pub fn breakers(&self, now: f64) -> Vec<Snapshot> {
+        self.st.borrow_mut().guard.snapshot(now)
     }
 
     pub fn next_id(&self) -> u64 {
@@ -139,6 +224,13 @@ impl Engine {
         let mut st = self.st.borrow_mut();
         st.waiters.remove(&id);
         !granted && !st.guard.leave_queue(id)
+    }
+
+    /// The call, holding its key's probe permit, waits for another tab's
+    /// probe (`Guard::watch_probe`): None when the key is no longer
+    /// half-open.
+    pub(super) fn watch_probe(&self, c: &CallState) -> Option<ProbeWaiter> {
+        self.st.borrow_mut().guard.watch_probe(c)
     }
 
     /// Parks a call waiting for a half-open probe until the probe's

@@ -39,7 +39,7 @@ use super::driver;
 use super::engine::Engine;
 use super::events::At;
 use super::options::{scalar, Reader};
-use super::storage::{Fault, Store};
+use super::storage::Fault;
 use super::validate::{self, Check, Validate};
 use crate::policy::call_options;
 use crate::policy::options::OptionsError;
@@ -126,7 +126,7 @@ pub async fn run(
         call.spec.method.clone(),
         call.url.clone(),
     );
-    let store = Store::new(engine.cfg.storage.as_ref(), &engine.memory);
+    let store = engine.store();
     let mut faults = Vec::new();
     // An abort while an async schema answers ends the call as any abort does.
     let check = o.validate.map(|v| Check::new(v, &call, signal.as_ref()));
@@ -143,7 +143,7 @@ pub async fn run(
                 return Ok(result(output, "network", None, None));
             }
             Err(e) => {
-                engine.st.borrow_mut().guard.failed();
+                engine.failed();
                 match e.name() {
                     "AbortError" => return Err(e.to_js()),
                     _ => e.to_js(),
@@ -173,9 +173,9 @@ pub async fn run(
         None => (JsValue::UNDEFINED, "none", None),
     };
     if source != "none" {
-        engine.st.borrow_mut().guard.stats.fallbacks += 1;
+        engine.fell_back();
         let name = error_name(&error).unwrap_or_default();
-        engine.events.emit("fallback", &request_id, &|ev| {
+        engine.events().emit("fallback", &request_id, &|ev| {
             ev.call = Some(At {
                 method: &method,
                 url: &url,
@@ -194,7 +194,7 @@ fn error_name(descriptor: &JsValue) -> Option<String> {
 /// One 'storage' event per fault; never the key, the data or a header.
 fn report(engine: &Engine, request_id: &str, faults: Vec<Fault>) {
     for f in faults {
-        engine.events.emit("storage", request_id, &|ev| {
+        engine.events().emit("storage", request_id, &|ev| {
             ev.outcome.reason = Some(f.reason);
             ev.outcome.error_name = f.error_name.as_deref();
         });

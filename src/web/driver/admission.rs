@@ -93,7 +93,7 @@ impl Drive<'_> {
                 Admission::Wait { ms, why, announce } => {
                     if announce {
                         let attempt = self.c.attempts() + 1;
-                        self.engine.events.emit_call("wait", call, attempt, &|o| {
+                        self.engine.events().emit_call("wait", call, attempt, &|o| {
                             o.times.delay_ms = Some(ms);
                             o.outcome.reason = Some(why.as_str());
                             o.breaker.key = Some(&call.spec.key);
@@ -133,7 +133,7 @@ impl Drive<'_> {
     /// the deadline or when the call is cancelled.
     pub(super) async fn acquire_slot(&self) -> Result<(), CallError> {
         let (engine, call) = (self.engine, self.call);
-        let acquired = engine.st.borrow_mut().guard.acquire_slot();
+        let acquired = engine.acquire_slot();
         let id = match acquired {
             Acquire::Granted => return Ok(()),
             Acquire::Full => return Err(CallError::new(ErrorKind::QueueFull)),
@@ -189,7 +189,7 @@ impl Drive<'_> {
     /// call probes. Every wait ends on abort and deadline too.
     async fn probe_lock(&self, permit: Option<Permit>) -> Result<Probed, Halt> {
         let (engine, call) = (self.engine, self.call);
-        let (Some(Permit::Probe), Some(x)) = (permit, engine.crosstab.get()) else {
+        let (Some(Permit::Probe), Some(x)) = (permit, engine.crosstab()) else {
             return Ok(Probed::Go(None));
         };
         let mut waited = false;
@@ -208,7 +208,7 @@ impl Drive<'_> {
                 return Ok(Probed::Go(lock));
             }
             // Not half-open any more: that tab's news came meanwhile.
-            let watched = engine.st.borrow_mut().guard.watch_probe(&self.c);
+            let watched = engine.watch_probe(&self.c);
             let Some(id) = watched else {
                 return Ok(Probed::Again);
             };

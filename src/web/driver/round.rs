@@ -51,7 +51,7 @@ impl<'a> Drive<'a> {
             let last = live.iter().map(|s| s.send.started_ms);
             let last = last.fold(f64::MIN, f64::max);
             let due = hedging
-                .then(|| engine.st.borrow().guard.hedge_due(&self.c, last, now_ms()))
+                .then(|| engine.guard().hedge_due(&self.c, last, now_ms()))
                 .flatten();
             let mut hedge_due = due.map(sleep);
             let ended_at = poll_fn(|cx| {
@@ -80,7 +80,7 @@ impl<'a> Drive<'a> {
             let sent = live.swap_remove(i);
             engine.release_slot();
             let now = now_ms();
-            if engine.st.borrow().guard.decides(&end.as_ended(false)) || live.is_empty() {
+            if engine.guard().decides(&end.as_ended(false)) || live.is_empty() {
                 for other in live {
                     if let Some(stop) = &other.stop {
                         stop.abort();
@@ -90,7 +90,7 @@ impl<'a> Drive<'a> {
                 }
                 if let AttemptEnd::Done(_) = end {
                     let took = now - sent.send.started_ms;
-                    engine.st.borrow_mut().guard.answered_in(&self.c, took, now);
+                    engine.answered_in(&self.c, took, now);
                 }
                 return Decided {
                     end,
@@ -126,11 +126,11 @@ impl<'a> Drive<'a> {
         let (engine, call) = (self.engine, self.call);
         call.cancel.begin_attempt(send.attempt);
         let stop = Stop::new();
-        let transport = call.layer().transport().unwrap_or(&engine.transport);
+        let transport = call.layer().transport().unwrap_or(engine.transport());
         let leg = fetch::Leg {
             hedge,
             prepared,
-            events: &engine.events,
+            events: engine.events(),
         };
         Sent {
             stop: stop.as_ref().ok().cloned(),

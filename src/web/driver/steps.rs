@@ -151,9 +151,7 @@ impl Drive<'_> {
         let mut asked = Ok(());
         if let Some((io, f)) = call.retry_on() {
             let asks = engine
-                .st
-                .borrow()
-                .guard
+                .guard()
                 .asks_predicate(&self.c, &end.as_ended(offline));
             if let Some(error) = end.error(&call.cancel, offline).filter(|_| asks) {
                 let said = io.retry_on(&f, &error.to_js(), &call.context(send.attempt));
