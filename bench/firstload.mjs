@@ -95,7 +95,7 @@ const ITEMS = Array.from({ length: 20 }, (_, i) => ({ id: i + 1, title: `Item ${
  * API: POST /api/login -> { token }; GET /api/me and /api/items with that bearer token (401 without).
  * Each build's pages call /api/... of the same origin. Returns { url, files, close }.
  */
-async function startFirstloadServer(dist, builds) {
+export async function startFirstloadServer(dist, builds) {
   const files = new Map(); // url path -> { type, raw, gz }
   for (const b of builds) {
     const walk = (dir, rel) => {
@@ -198,8 +198,42 @@ function pageTimes() {
   };
 }
 
-/** One cold load of `url` under `cond`: the page's times. */
-async function loadOnce(browser, url, cond) {
+const TRACE_CATEGORIES = ['devtools.timeline', 'v8', 'v8.wasm', 'disabled-by-default-v8.compile', 'blink.user_timing', 'v8.execute'];
+
+/**
+ * What a Chromium trace of one load says of the renderer's main thread, per window (ms from navigation
+ * start, aligned on the 'first-data' mark): wasm functions compiled lazily (V8 compiles each on its first
+ * call), wasm instantiation, JS compilation.
+ */
+export function traceSummary(buf, t) {
+  const raw = JSON.parse(buf.toString());
+  const ev = raw.traceEvents ?? raw;
+  const mark = ev.find((e) => e.name === 'first-data' && e.cat?.includes('blink.user_timing'));
+  if (!mark) return null;
+  const main = `${mark.pid}:${mark.tid}`;
+  const t0 = mark.ts - t.firstData * 1000;
+  const windows = { beforeFirstRequest: [t.wasmEnd ?? t.jsEnd, t.firstRequest], toFirstData: [0, t.firstData] };
+  const out = {};
+  for (const [name, [from, to]] of Object.entries(windows)) {
+    const w = { from, to, wasmLazyCompiles: 0, wasmLazyCompileMs: 0, wasmInstantiateMs: 0, jsCompileMs: 0 };
+    for (const e of ev) {
+      if (e.ph !== 'X' || e.dur === undefined || `${e.pid}:${e.tid}` !== main) continue;
+      const start = (e.ts - t0) / 1000;
+      if (start < from || start > to) continue;
+      const ms = e.dur / 1000;
+      if (e.name === 'wasm.CompileLazy') {
+        w.wasmLazyCompiles++;
+        w.wasmLazyCompileMs += ms;
+      } else if (e.name === 'wasm.AsyncInstantiate') w.wasmInstantiateMs += ms;
+      else if (e.name === 'V8.CompileCode') w.jsCompileMs += ms;
+    }
+    out[name] = w;
+  }
+  return out;
+}
+
+/** One cold load of `url` under `cond`: the page's times (`trace`: and a summary of a Chromium trace). */
+export async function loadOnce(browser, url, cond, { trace = false } = {}) {
   const context = await browser.newContext();
   try {
     const page = await context.newPage();
@@ -217,12 +251,14 @@ async function loadOnce(browser, url, cond) {
       });
     }
     if (cond.cpu !== 1) await cdp.send('Emulation.setCPUThrottlingRate', { rate: cond.cpu });
+    if (trace) await browser.startTracing(page, { categories: TRACE_CATEGORIES });
     await page.goto(url, { waitUntil: 'commit' });
     await page.waitForFunction(() => window.firstData !== undefined || window.firstDataError !== undefined, null, { timeout: 60000 })
       .catch((e) => { throw new Error(`${url}: no first data (${errors.join('; ') || e.message})`); });
     const err = await page.evaluate(() => window.firstDataError);
     if (err) throw new Error(`${url}: ${err}`);
     const t = await page.evaluate(pageTimes);
+    if (trace) t.trace = traceSummary(await browser.stopTracing(), t);
     // for the breakdown: what compiling the wasm alone costs on this CPU (after the load; not streamed)
     t.compileMs = await page.evaluate(async () => {
       const es = performance.getEntriesByType('resource').filter((x) => new URL(x.name).pathname.endsWith('.wasm'));
@@ -354,8 +390,29 @@ export function firstloadSection(res) {
 }
 
 // While developing: node bench/firstload.mjs [--builds=ky,stormguard] [--conditions=slow,slow-cpu] [--loads=3]
-// prints the tables and writes nothing (pkg/ as it is: build it first).
-if (import.meta.url === `file://${process.argv[1]}`) {
+// prints the tables and writes nothing (pkg/ as it is: build it first). --trace: instead, one traced load
+// per build and condition (the builds as they are in dist/), and what V8 compiled on the main thread.
+if (import.meta.url === `file://${process.argv[1]}` && process.argv.includes('--trace')) {
+  const arg = (name) => process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3).split(',');
+  const builds = arg('builds') ?? ['stormguard'];
+  const conditions = arg('conditions') ?? Object.keys(CONDITIONS);
+  const server = await startFirstloadServer(join(appDir, 'dist'), builds);
+  const browser = await launchChromium();
+  try {
+    for (const b of builds) {
+      for (const c of conditions) {
+        const t = await loadOnce(browser, `${server.url}/${b}/`, CONDITIONS[c], { trace: true });
+        for (const [w, x] of Object.entries(t.trace ?? {})) {
+          console.log(`[firstload] ${b} ${c} ${w} (${Math.round(x.from)}-${Math.round(x.to)} ms): ${x.wasmLazyCompiles} wasm functions ` +
+            `compiled lazily, ${fixed(x.wasmLazyCompileMs, 1)} ms; instantiate ${fixed(x.wasmInstantiateMs, 1)} ms; JS compile ${fixed(x.jsCompileMs, 1)} ms`);
+        }
+      }
+    }
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+} else if (import.meta.url === `file://${process.argv[1]}`) {
   const arg = (name) => process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   const list = (name, known) => {
     const v = arg(name)?.split(',').filter(Boolean);
