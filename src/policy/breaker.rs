@@ -1,21 +1,27 @@
 //! Circuit breakers, one per key (by default `METHOD origin+path`).
 //!
-//! Why: retries and budgets still send every call to a backend that is down.
+//! # Why
+//!
+//! Retries and budgets still send every call to a backend that is down.
 //! A breaker notices (failure rate over a sliding window, or a run of
 //! consecutive failures), stops sending for a while, then lets a few probe
 //! calls test the water. The first open period is short so a blip costs
 //! seconds; each failed probe doubles it (up to `maxOpenMs`) so a long
 //! outage hears almost nothing from this client.
 //!
-//! States: Closed -> Open (rate or run of failures) -> HalfOpen (the open
+//! # States
+//!
+//! Closed -> Open (rate or run of failures) -> HalfOpen (the open
 //! period passed; noticed by the next `acquire`, `record`, `state`,
 //! `snapshot` or `refresh`, which the boundary calls on a timer set for
 //! `next_half_open`, so the transition is reported on time) -> Closed (a probe succeeded: window cleared, period back to
 //! `openMs`) or Open again (a probe failed: twice the last period, at most
 //! `maxOpenMs`).
 //!
-//! The half-open hold (README, "breaker.halfOpenProbes"): a call that finds every
-//! probe slot of a half-open key taken does not fail at once; it waits in
+//! # The half-open hold
+//!
+//! A call that finds every probe slot of a half-open key taken (README,
+//! "breaker.halfOpenProbes") does not fail at once; it waits in
 //! the key's queue ([`Breakers::wait`]) for the probes' outcome. Whenever a
 //! probe permit comes back or the key changes state (a probe decided, another
 //! tab's news, eviction), every waiter of the key is released, in queue
@@ -26,6 +32,8 @@
 //! `half_open_waiters_go_after_a_success_and_are_refused_after_a_failure`
 //! and the property test below.
 //!
+//! # Permits and stragglers
+//!
 //! Every permit must be reported once with `record` (`Sample::Ignored` for an
 //! abort or an attempt never sent). Stragglers, results of permits granted in
 //! an earlier phase, decide nothing: a `Normal` result counts only while
@@ -33,8 +41,10 @@
 //! slot. (A `Normal` attempt that outlives a whole open/half-open/close cycle
 //! does count in the new window: it needs to run longer than the open period.)
 //!
-//! Probe-first retries (README, "breaker.consecutiveFailures"): runs of failures are
-//! also counted per origin (`origin.rs`). When `consecutiveFailures`
+//! # Probe-first retries
+//!
+//! Runs of failures are also counted per origin (`origin.rs`; README,
+//! "breaker.consecutiveFailures"). When `consecutiveFailures`
 //! failures in a row span several keys of one origin failing together (a
 //! burst), the keys that failed together are *held* ([`Breakers::burst`]):
 //! one call goes as the origin's probe ([`Permit::Origin`]), no earlier
@@ -49,6 +59,8 @@
 //! `a_burst_holds_its_endpoints_behind_one_probe` and the property test
 //! `a_burst_probes_once_and_strands_no_waiter`.
 //!
+//! # Adaptive throttling
+//!
 //! `mode: 'adaptive'` replaces the circuit with client-side throttling
 //! (Google SRE book, "Handling Overload"): each call is rejected locally with
 //! probability `max(0, (requests - k * accepts) / (requests + 1))` over the
@@ -57,6 +69,8 @@
 //! proportion to what the backend refuses, smoothly, instead of all or
 //! nothing; there are no transitions, and a snapshot reads HalfOpen while
 //! some calls are being shed. Nothing is shed before `minSamples` requests.
+//!
+//! # Memory
 //!
 //! Memory is bounded: at most `max_keys` breakers (default 1000). A new key at
 //! the cap evicts the least recently used breaker, whatever its state: one

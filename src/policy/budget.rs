@@ -1,6 +1,8 @@
 //! Retry budget: retries may add at most `ratio` to the load, plus a few.
 //!
-//! Why a budget and not just `maxAttempts`: with 3 attempts per call, a
+//! # Why a budget and not just `maxAttempts`
+//!
+//! With 3 attempts per call, a
 //! backend that fails everything receives three times its normal traffic,
 //! exactly when it can least take it. A budget ties retries to calls: while
 //! most calls succeed, the rare failure is retried freely; when everything
@@ -23,8 +25,10 @@
 //! only raise the right-hand side. The property test below proves exactly
 //! this statement over random sequences, clock steps back and far jumps.
 //!
-//! The cost of checking every suffix, not just the whole window: calls long
-//! past do not fund retries now. A stretch of buckets without calls gets
+//! # Its cost
+//!
+//! Of checking every suffix, not just the whole window: calls long past do
+//! not fund retries now. A stretch of buckets without calls gets
 //! `minRetries` retries in all, however many calls came before it; under
 //! steady traffic the whole-window bound is the one that binds.
 

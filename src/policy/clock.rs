@@ -1,7 +1,9 @@
 //! The engine's one clock: the host's `performance.now()`, kept monotonic
 //! and moved on by the host's own timers when it stands still.
 //!
-//! Why: every deadline, timeout, hold and breaker period is a difference of
+//! # Why
+//!
+//! Every deadline, timeout, hold and breaker period is a difference of
 //! two readings of this clock. A host whose `performance.now` is frozen or
 //! runs backwards (a test stub, a polyfill) would otherwise make those
 //! differences zero or negative: an attempt's timer fires, finds its
@@ -9,7 +11,8 @@
 //! ends. Timers are the host's word that time has passed, so a fired timer
 //! is evidence: the clock is at least at the time the timer was set for.
 //!
-//! Two rules, and why each:
+//! # Two rules, and why each
+//!
 //! * A reading earlier than the last one (or not a number) continues from
 //!   the last one: the clock never steps back, and a host that jumped back
 //!   once runs on from where it was, not frozen until it catches up.
@@ -20,7 +23,9 @@
 //!   every such hair as evidence would make the clock run ahead of the host
 //!   over many timers, shortening every period it measures.
 //!
-//! Tested below; `tests/e2e/hardening.test.mjs` stubs `performance.now` in
+//! # Proven by
+//!
+//! The tests below; `tests/e2e/hardening.test.mjs` stubs `performance.now` in
 //! Node and checks that a call to a backend that never answers still ends
 //! by its timeout and deadline.
 

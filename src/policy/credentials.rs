@@ -1,6 +1,8 @@
 //! Whom a call speaks for: the identity of the credentials it sends.
 //!
-//! Why: a server that shares one client between its users (a Next.js
+//! # Why
+//!
+//! A server that shares one client between its users (a Next.js
 //! server component, a route handler) must not let one user's quota or
 //! cached document reach another. A 429 with `Retry-After`, or a spent
 //! per-token quota, says "this caller, wait"; a document fetched with a
@@ -10,6 +12,8 @@
 //! ([`Credentials::carried`]) unless the caller names the cache key.
 //! Breakers, the retry budget and slots stay shared: a failing backend
 //! fails for everyone.
+//!
+//! # The identity
 //!
 //! The identity is computed from the header values a call sends
 //! ([`HEADERS`]: `Authorization`, `Cookie`, `Proxy-Authorization`,

@@ -1,6 +1,8 @@
 //! The call loop's decisions, as one sans-IO state machine.
 //!
-//! Why: which attempt goes out, into which slot, whether a failure is
+//! # Why
+//!
+//! Which attempt goes out, into which slot, whether a failure is
 //! retried and after how long, what the breaker learns and which error a
 //! call ends with are the decisions that make or stop a retry storm. Here
 //! they are plain values: the web side's call driver (`src/web/driver.rs`)
@@ -9,7 +11,9 @@
 //! outages and brownouts in virtual time, so the simulation proves the
 //! shipped loop and not a copy of it.
 //!
-//! One call, as the driver runs it:
+//! # One call
+//!
+//! As the driver runs it:
 //!
 //! 1. [`Guard::start`] gives the call its [`CallState`] (deadline, backoff).
 //! 2. [`Guard::admit`] until it answers [`Admission::Go`]: it stops a call
@@ -36,6 +40,8 @@
 //!    to an attempt that carried an auth token may be replayed once
 //!    ([`Guard::replay`]: back to 2, no retry, no sample); after a `Retry`, a `beforeRetry` hook may stop it
 //!    ([`Guard::veto_retry`]: the call fails, `retryDenied: 'hook'`).
+//!
+//! # Time, chance and news
 //!
 //! Time (`now`, `epoch`) and randomness (`rand01`) are arguments. Breaker
 //! transitions and holds other tabs must hear of queue up until the engine

@@ -1,14 +1,17 @@
 //! Rate-limit fields: what a server says about its quota, and the waits that
 //! obey it before the server has to refuse.
 //!
-//! Why: a server that enforces a quota answers 429 once it is spent, and a
+//! # Why
+//!
+//! A server that enforces a quota answers 429 once it is spent, and a
 //! client that learns this only from the refusal has already sent the call
 //! (and, with retries, sends it again). Most such servers announce the quota
 //! on every answer, so a client can hold its calls until the reset when
 //! nothing remains, and spread them over the rest of the window when little
 //! does: the refusals are avoided rather than retried.
 //!
-//! Three pieces, each pure:
+//! # Three pieces, each pure
+//!
 //! * [`read`]: the fields of one response -> the quota that binds
 //!   ([`Quota`]). Understood: the IETF Structured Fields of
 //!   draft-ietf-httpapi-ratelimit-headers-11 (`RateLimit: "name";r=..;t=..`
@@ -29,6 +32,8 @@
 //!   answering "send now", "wait d ms" or "refuse: the wait outlasts the
 //!   deadline". At most [`MAX_KEYS`] keys; every hold and interval is bounded
 //!   by the caller's cap (`maxRetryAfterMs`).
+//!
+//! # Resets
 //!
 //! A reset is delta seconds, or a Unix timestamp in seconds when it is at
 //! least 2024-01-01 (ky's rule: earlier epoch values cannot be told from

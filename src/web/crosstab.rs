@@ -1,6 +1,8 @@
 //! Cross-tab coordination: the tabs of one origin (and storage prefix) act
 //! as one client towards a failing backend.
 //!
+//! # Why
+//!
 //! Without it, ten open tabs are ten clients: each must see its own
 //! failures before its breaker opens, each sends its own half-open probe,
 //! each ignores the Retry-After another tab was given. Here a tab that
@@ -12,9 +14,13 @@
 //! tab's news, looking at the lock again now and then (the half-open hold,
 //! README, "breaker.halfOpenProbes"; `driver/admission.rs`).
 //!
+//! # Who talks to whom
+//!
 //! Clients in the same realm (one page running many clients, as the demo
 //! and the benchmarks do) ignore each other's messages: they model separate
 //! browsers, and a tab talks to other tabs, not to itself.
+//!
+//! # Hostile messages
 //!
 //! Messages and leases come from other scripts of the origin, any of which
 //! may be hostile or broken: nothing they hold is copied into wasm memory

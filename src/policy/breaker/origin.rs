@@ -1,6 +1,8 @@
 //! Runs of failures per origin, across its breaker keys: bursts.
 //!
-//! Why: breakers are per endpoint, but backends fail per origin. A page load
+//! # Why
+//!
+//! Breakers are per endpoint, but backends fail per origin. A page load
 //! sends a burst of calls to several endpoints of one backend at once (the
 //! storm benchmark's: 6 calls to 3 paths). When they all fail together, the
 //! origin may be down, or may be in a blip (a deploy, a load balancer
@@ -9,6 +11,8 @@
 //! outage again; opening every endpoint at once (the rule this replaces,
 //! issue 42) gave up every blip. So the burst's retries go one at a time:
 //! one goes as the origin's probe, the others wait for its outcome.
+//!
+//! # Runs and bursts
 //!
 //! A run of an origin counts every failure sample of its keys since its
 //! last success sample, and the keys that failed in it *together*: a
@@ -24,6 +28,8 @@
 //! burst whose calls partly succeed is an overload, not a blip, and its
 //! retries follow the ordinary budget and breakers. Nothing here opens a
 //! breaker: each key's own breaker counts its own row only.
+//!
+//! # Memory
 //!
 //! Memory is bounded: at most [`MAX_ORIGINS`] runs are kept, the one that
 //! failed least recently is forgotten first.

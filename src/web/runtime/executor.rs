@@ -1,5 +1,7 @@
 //! The executor the client's calls run on.
 //!
+//! # Why not js-sys's
+//!
 //! js-sys's executor queues a microtask for every wake-up, so each awaited
 //! promise costs a hop through the microtask queue after its reaction job:
 //! two per `request()` (the response and its body), the second measured at
@@ -14,6 +16,8 @@
 //!
 //! These rules and the wakers' reference counts (the `unsafe` below, each
 //! with its invariant) are proven by `tests/runtime.rs` (see `mod.rs`).
+//!
+//! # Promises without closures
 //!
 //! A promise is awaited without a closure of its own: `settle.js` hands
 //! its outcome to the one `ON_SETTLED` closure by the number its [`Settle`]
