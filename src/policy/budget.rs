@@ -2,12 +2,12 @@
 //!
 //! # Why a budget and not just `maxAttempts`
 //!
-//! With 3 attempts per call, a
-//! backend that fails everything receives three times its normal traffic,
-//! exactly when it can least take it. A budget ties retries to calls: while
-//! most calls succeed, the rare failure is retried freely; when everything
-//! fails, retries stay near `ratio` of the traffic (`minRetries` lets a
-//! quiet client still retry its occasional failure).
+//! With 3 attempts per call, a backend that fails everything receives three
+//! times its normal traffic, exactly when it can least take it. A budget
+//! ties retries to calls: while most calls succeed, the rare failure is
+//! retried freely; when everything fails, retries stay near `ratio` of the
+//! traffic (`minRetries` lets a quiet client still retry its occasional
+//! failure).
 //!
 //! # The guarantee, exactly
 //!

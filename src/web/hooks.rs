@@ -5,24 +5,25 @@
 //!
 //! # Why in JS
 //!
-//! The functions, their arguments (a `Request`,
-//! a `Response`, an error instance) and what they return all live there,
-//! and there the loops and checks are small: written in Rust they added
-//! 7.7 KB gzip to the shipped package, here 2.5 (0.8 of it in wasm; each
-//! measured by building without it, issue 25).
+//! The functions, their arguments (a `Request`, a `Response`, an error
+//! instance) and what they return all live there, and there the loops and
+//! checks are small: written in Rust they added 7.7 KB gzip to the shipped
+//! package, here 2.5 (0.8 of it in wasm; each measured by building without
+//! it, issue 25).
 //!
 //! # Where, and what they may change
 //!
 //! What they may change is decided here and in the policy core, at fixed
-//! points of the call driver: each attempt's Request, before its admission (`driver/steps.rs`: the holds,
-//! quotas, dedupe and idempotency it is judged by are those of the Request
-//! as the hooks left it), its Response (`afterResponse`, `fetch.rs`), a
-//! retry (`beforeRetry` false: `Guard::veto_retry`), the `retry.retryOn`
-//! predicate before an attempt is settled (`Guard::asks_predicate`) and a
-//! 401 (`Guard::replay`, then the shared refresh). Each promise is awaited
-//! within the attempt's time or the deadline and until the call is
-//! aborted; one that rejects ends the call with what it rejected with (an `OptionsError` naming
-//! `hooks`, `headers` or `auth`, `cause` what the user's function threw).
+//! points of the call driver: each attempt's Request, before its admission
+//! (`driver/steps.rs`: the holds, quotas, dedupe and idempotency it is
+//! judged by are those of the Request as the hooks left it), its Response
+//! (`afterResponse`, `fetch.rs`), a retry (`beforeRetry` false:
+//! `Guard::veto_retry`), the `retry.retryOn` predicate before an attempt is
+//! settled (`Guard::asks_predicate`) and a 401 (`Guard::replay`, then the
+//! shared refresh). Each promise is awaited within the attempt's time or
+//! the deadline and until the call is aborted; one that rejects ends the
+//! call with what it rejected with (an `OptionsError` naming `hooks`,
+//! `headers` or `auth`, `cause` what the user's function threw).
 //!
 //! # The seam
 //!
