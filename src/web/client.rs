@@ -76,14 +76,12 @@ impl Client {
 
     /// `client.request(url, options)`: resolves with the parsed body.
     pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
-        let built = self
-            .builder
-            .request(&self.engine, &url, &options, false)
-            .and_then(|(call, signal)| {
-                let check = validate::read(&Reader::new(&options, "options")?)?
-                    .map(|v| Check::new(v, &call, signal.as_ref()));
-                Ok(((call, signal), check))
-            });
+        // One reader: each option read once (request.rs, then `validate`).
+        let built = Reader::new(&options, "options").and_then(|r| {
+            let ((call, signal), _) = self.builder.request(&self.engine, &url, &r, false)?;
+            let check = validate::read(&r)?.map(|v| Check::new(v, &call, signal.as_ref()));
+            Ok(((call, signal), check))
+        });
         match built {
             Ok((built, check)) => self.spawn(Ok(built), check, false),
             Err(e) => self.spawn(Err(e), None, false),
@@ -165,13 +163,12 @@ impl Client {
 
     /// `client.schema(url, options)`: request() plus a last-good copy.
     pub fn schema(&self, url: JsValue, options: JsValue) -> Promise {
-        let prepared = self
-            .builder
-            .request(&self.engine, &url, &options, true)
-            .and_then(|(call, signal)| {
-                let o = schema::read(&options, &call)?;
-                Ok((call, signal, o))
-            });
+        // One reader: each option read once (request.rs, then schema.rs's).
+        let prepared = Reader::new(&options, "options").and_then(|r| {
+            let ((call, signal), own) = self.builder.request(&self.engine, &url, &r, true)?;
+            let o = schema::read(&r, &call, &own)?;
+            Ok((call, signal, o))
+        });
         match prepared {
             Ok((call, signal, o)) => {
                 let _context = CallersContext::keep(self.runs_user_functions());

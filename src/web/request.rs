@@ -33,6 +33,9 @@ type Result<T> = std::result::Result<T, OptionsError>;
 /// A built call and the caller's signal, which the engine links.
 pub type Built = (Call, Option<AbortSignal>);
 
+/// A call's own `headers` as given (an undefined value, `None`, removes the client's).
+pub type OwnHeaders = Vec<(String, Option<String>)>;
+
 /// Why `fetch()` refused its arguments: one of stormguard's own options,
 /// or what the host refused (the Request constructor's TypeError, a
 /// getter's exception), to reject with as it was thrown.
@@ -123,18 +126,19 @@ impl Builder {
         })
     }
 
-    /// `request(url, options)` (and `schema()`'s, which `prefer_cache`s).
+    /// `request(url, options)` (and `schema()`'s, which `prefer_cache`s),
+    /// its options read by `r` (which the caller reads its own with: each
+    /// option is read once); with the call's own headers, read here.
     pub fn request(
         &self,
         engine: &Engine,
         url: &JsValue,
-        options: &JsValue,
+        r: &Reader,
         prefer_cache: bool,
-    ) -> Result<Built> {
-        let r = Reader::new(options, "options")?;
-        let mut common = self.common(&r)?;
-        let signal = read_signal(&r)?;
-        let fields = Fields::read(&r)?.over(&self.defaults);
+    ) -> Result<(Built, OwnHeaders)> {
+        let mut common = self.common(r)?;
+        let signal = read_signal(r)?;
+        let fields = Fields::read(r)?.over(&self.defaults);
         let method = call_options::method(r.string("method")?.as_deref())?;
         let response_type = ResponseType::parse(r.string("responseType")?.as_deref())?;
         let (mut href, mut parsed) = self.base.resolve(url)?;
@@ -182,7 +186,7 @@ impl Builder {
                 share: Some(key),
             };
         }
-        Ok((call, signal))
+        Ok(((call, signal), call_headers))
     }
 
     /// The client's headers, then the call's (an undefined one removes

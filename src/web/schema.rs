@@ -56,8 +56,13 @@ pub struct SchemaOptions {
     validate: Option<Validate>,
 }
 
-pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsError> {
-    let r = Reader::new(options, "options")?;
+/// Read by the reader `request()`'s options were (`own`: the call's
+/// headers it read), after them.
+pub fn read(
+    r: &Reader,
+    call: &Call,
+    own: &[(String, Option<String>)],
+) -> Result<SchemaOptions, OptionsError> {
     // request() has read and checked it.
     if let Some(rt) = call.mode.response_type() {
         rt.for_schema()?;
@@ -72,7 +77,7 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
     };
     let max_age_ms = call_options::max_age_ms(r.num("maxAgeMs")?)?;
     let fallback = r.value("fallback")?.unwrap_or(JsValue::UNDEFINED);
-    let validate = validate::read(&r)?;
+    let validate = validate::read(r)?;
     // Keyed by URL alone, a POST's (a GraphQL query's) copy would answer
     // another body's call: only GET and HEAD get a default key.
     let key = match cache_key {
@@ -83,7 +88,7 @@ pub fn read(options: &JsValue, call: &Call) -> Result<SchemaOptions, OptionsErro
         {
             None
         }
-        None => Some(default_key(&call.url, &r.string_record("headers")?)),
+        None => Some(default_key(&call.url, own)),
     };
     Ok(SchemaOptions {
         key,

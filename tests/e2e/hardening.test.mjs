@@ -110,7 +110,7 @@ test('random option objects: each works or rejects OptionsError, and the module 
 });
 
 // Options are read as Reflect.get reads them (inherited members, getters, a Proxy's get), each once
-// per request() or fetch(), and a getter that throws is an OptionsError naming it.
+// per request(), schema() or fetch(), and a getter that throws is an OptionsError naming it.
 const logged = (target = {}) => {
   const reads = [];
   const proxy = new Proxy(target, { get(t, k, r) { if (typeof k === 'string') reads.push(k); return Reflect.get(t, k, r); } });
@@ -122,12 +122,20 @@ test('call options: each read once, inherited members and getters count, a throw
   const url = `${server.url}/echo?id=reads`;
   const req = logged({ timeoutMs: 5000, headers: { 'x-a': '1' } });
   assert.equal((await client.request(url, req.proxy)).headers['x-a'], '1');
-  assert.ok(req.reads.includes('timeoutMs') && req.reads.includes('headers'));
+  assert.ok(['timeoutMs', 'headers', 'validate'].every((k) => req.reads.includes(k)), `${req.reads}`);
   assert.equal(new Set(req.reads).size, req.reads.length, `read twice: ${req.reads}`);
-  const init = logged({ method: 'POST', body: 'x', timeoutMs: 5000 });
+  // schema(): request()'s options and its own, `headers` (its cache key's) among them, each once.
+  const sch = logged({ timeoutMs: 5000, headers: { 'x-a': '1' } });
+  assert.equal((await client.schema(`${url}-schema`, sch.proxy)).data.headers['x-a'], '1');
+  assert.ok(['timeoutMs', 'headers', 'cacheKey', 'fallback', 'validate'].every((k) => sch.reads.includes(k)), `${sch.reads}`);
+  assert.equal(new Set(sch.reads).size, sch.reads.length, `read twice: ${sch.reads}`);
+  // fetch(): stormguard's options, then the Request constructor's own members, each once.
+  const init = logged({ method: 'POST', body: 'x', timeoutMs: 5000, headers: { 'x-a': '1' } });
   assert.equal((await (await client.fetch(url, init.proxy)).json()).method, 'POST');
   const policy = init.reads.filter((k) => ['timeoutMs', 'retry', 'idempotencyKey', 'breakerKey'].includes(k));
   assert.deepEqual(policy, ['timeoutMs', 'retry', 'idempotencyKey', 'breakerKey']);
+  assert.ok(['method', 'headers', 'body'].every((k) => init.reads.includes(k)), `${init.reads}`);
+  assert.equal(new Set(init.reads).size, init.reads.length, `read twice: ${init.reads}`);
 
   const inherited = Object.create({ method: 'NO SUCH METHOD' });
   await assert.rejects(client.request(url, inherited), (e) => e instanceof OptionsError && e.option === 'method');
