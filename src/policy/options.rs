@@ -1,10 +1,14 @@
 //! Configuration: validated configs with the README's defaults ("Client options") filled in, made
 //! from the options as given.
 //!
-//! Why validate once, up front: a bad number found mid-request would fail a
-//! call the user already made (or worse, panic the wasm module); found at
-//! `createClient` it is one clear `OptionsError` naming the option. After
-//! this module every policy can trust its numbers.
+//! # Why validate once, up front
+//!
+//! A bad number found mid-request would fail a call the user already made
+//! (or worse, panic the wasm module); found at `createClient` it is one
+//! clear `OptionsError` naming the option. After this module every policy
+//! can trust its numbers.
+//!
+//! # Tables
 //!
 //! Every option is described once, in a table (`option_table`): its name,
 //! the JS type it takes and its rule. A policy's config and its table sit
@@ -14,7 +18,9 @@
 //! composes them, with the rules between options. The web side reads an
 //! options object by its table, `option_table::check` applies the rules.
 //!
-//! Rules beyond the README's list, each the reading a user would expect:
+//! # Rules beyond the README's list
+//!
+//! Each is the reading a user would expect:
 //! * `budget.windowMs` and `breaker.windowMs` of 0 (a duration, so valid)
 //!   are the shortest window the ring keeps, 1 ms (`window::Ring::new`);
 //! * `breaker.maxOpenMs` must be >= `openMs`; when absent it is
@@ -28,6 +34,8 @@
 //!   token and is kept uppercased;
 //! * `gatewayTimeoutMs` is a timeout (> 0) and derives
 //!   `timeoutMs = ceil(1.2 * g)`, computed exactly as `ceil(6g / 5)`.
+//!
+//! # Several invalid options
 //!
 //! When several options are invalid, one error names the first found: a
 //! client's shared groups (`budget`, `breaker`, `concurrency`, `storage`)
