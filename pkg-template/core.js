@@ -685,16 +685,19 @@ function makeIo(options, parent, home) {
 /** The attempts every stormguard client of the realm sent through the global fetch (src/web/host.js). */
 const SENT = Symbol.for('stormguard.sent');
 
-/** host.js's wasSent, for a closed client (its wasm is gone): 0 no attempt, 1 pass it on, 2 it came back to `who`. */
+/**
+ * host.js's wasSent, for a closed client (its wasm is gone), in the same words (host.rs, `Sent`):
+ * 'no' attempt, 'pass on', or it 'came back' to `who`.
+ */
 function passes(input, init, who) {
   const sent = globalThis[SENT];
   const v = !sent ? undefined : sent.has(input) ? input : sent.has(init) ? init : undefined;
-  if (v === undefined) return 0;
+  if (v === undefined) return 'no';
   let by = sent.get(v);
   if (by === undefined) sent.set(v, (by = new WeakSet()));
-  if (by.has(who)) return 2;
+  if (by.has(who)) return 'came back';
   by.add(who);
-  return 1;
+  return 'pass on';
 }
 
 /** `f(input, init)` on the global object, a microtask later, as the engine sends an attempt. */
@@ -976,8 +979,8 @@ class Client {
     // reload re-ran, its old client closed) passes on as the live engine's would (transport.rs).
     if (this.#final) {
       const was = passes(input, init, this);
-      if (was === 2) return Promise.reject(new TypeError('stormguard: the global fetch leads back to this client'));
-      if (was === 1) return passOn(this.#original, input, init);
+      if (was === 'came back') return Promise.reject(new TypeError('stormguard: the global fetch leads back to this client'));
+      if (was === 'pass on') return passOn(this.#original, input, init);
     }
     if (!this.#c && !this.#final) return this.#later('fetch', input, init);
     return this.#beforeError(this.#call('fetch', input, init), init, input);

@@ -50,6 +50,8 @@ for (const [rel, name, js, fn] of [
   ['src/web/request.rs', 'Query', 'src/web/request.js', 'setQuery'],
   ['src/web/request.rs', 'Body', 'src/web/request.js', 'encodeBody'],
   ['src/web/host.rs', 'Sent', 'src/web/host.js', 'wasSent'],
+  // Its twin for a closed client, whose wasm is gone.
+  ['src/web/host.rs', 'Sent', 'pkg-template/core.js', 'passes'],
 ]) {
   test(`${js}'s ${fn} answers in the names of ${rel}'s ${name}, each of them`, () => {
     const names = rustEnum(rel, name).map(([, s]) => s);
