@@ -275,7 +275,7 @@ function sizeSection(res, charts) {
       `twiggy ${(tw.version ?? '').replace(/^twiggy(-opt)?\s*/, '')} over the same build as \`pkg/\` (\`${tw.source}\` through wasm-bindgen and \`wasm-opt -Oz\`) with the ` +
       `name section kept (\`wasm-opt -g\`): ${kb(tw.itemsBytes)} of items (the shipped file is ${kb(res.size.libs.find((l) => l.name === 'stormguard')?.parts.wasm.raw ?? 0)}) ` +
       `plus ${kb(tw.nameSectionBytes)} of names that do not ship. wasm-opt inlines small functions into their callers, so a ` +
-      `caller's size includes what it inlined (the policy core is mostly inside \`Engine::run_linked\` and the export shims).\n\n`;
+      `caller's size includes what it inlined (the policy core is mostly inside the call driver's futures and the export shims).\n\n`;
     md += mdTable(['part', 'bytes', 'share'], tw.byCrate.slice(0, 14).map((c) => [c.crate, String(c.bytes), pct(c.share)])) + '\n\n';
     md += mdTable(['largest items', 'bytes', 'share'], tw.top.slice(0, 15).map((c) => ['`' + c.name.replace(/\|/g, '\\|') + '`', String(c.bytes), pct(c.share)])) + '\n\n';
   } else if (tw?.skipped) {
