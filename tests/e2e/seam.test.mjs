@@ -7,7 +7,7 @@
 // name one side lists and the other not. No build, no server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { root } from './browser.mjs';
 
@@ -92,9 +92,13 @@ test("every method hooks.rs calls on the Io is one of core.js's class Io", () =>
   for (const m of called) assert.match(io, new RegExp(`\\n  (?:async |get )?${m}\\(|this\\.${m} = `), `core.js's Io has ${m}`);
 });
 
-test('the event names are the same in client.rs, core.js and index.d.ts', () => {
-  const rust = /const EVENTS: \[&str; \d+\] = \[([^\]]*)\]/.exec(read('src/web/client.rs'));
-  assert.ok(rust, 'client.rs has EVENTS');
+/** Every Rust file under src/web, as one text. */
+const web = () =>
+  readdirSync(join(root, 'src/web'), { recursive: true }).filter((f) => f.endsWith('.rs')).map((f) => read(`src/web/${f}`)).join('\n');
+
+test('the event names are the same in the engine, core.js and index.d.ts', () => {
+  const rust = /const EVENTS: \[&str; \d+\] = \[([^\]]*)\]/.exec(web());
+  assert.ok(rust, 'src/web has EVENTS');
   const js = /const EVENTS = \[([^\]]*)\]/.exec(core);
   const ts = /export type EventName = ([^;]*);/.exec(read('pkg-template/index.d.ts'));
   const names = (text) => [...text.matchAll(/["']([^"']+)["']/g)].map((m) => m[1]);
