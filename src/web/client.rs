@@ -8,6 +8,7 @@ use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::call::Call;
 use super::cancel::CancelReason;
 use super::convert::to_js;
 use super::crosstab::CrossTab;
@@ -171,7 +172,8 @@ impl Client {
         });
         match prepared {
             Ok((call, signal, o)) => {
-                let _context = CallersContext::keep(self.runs_user_functions());
+                let users = self.runs_user_functions(&call, o.validates());
+                let _context = CallersContext::keep(users);
                 spawn_promise(schema::run(self.engine.clone(), call, signal, o))
             }
             Err(e) => Promise::reject(&options_error(e)),
@@ -287,7 +289,10 @@ impl Client {
             Err(e) => return Promise::reject(&to_class(&make, options_error(e), native)),
         };
         let engine = self.engine.clone();
-        let _context = CallersContext::keep(self.runs_user_functions());
+        let users = built
+            .as_ref()
+            .is_some_and(|(call, _)| self.runs_user_functions(call, check.is_some()));
+        let _context = CallersContext::keep(users);
         Promise::new(&mut |resolve, reject| {
             let Some((call, signal)) = built.take() else {
                 return;
@@ -331,13 +336,19 @@ impl Client {
         })
     }
 
-    /// Its calls run the user's functions (a token, headers, hooks): they
-    /// run in their caller's async context ([`CallersContext`]).
-    fn runs_user_functions(&self) -> bool {
-        self.builder
-            .layer
-            .io(flag::PER_ATTEMPT | flag::BEFORE_RETRY)
-            .is_some()
+    /// `call` runs the user's functions (a token, headers, hooks, a
+    /// `retry.retryOn`, `validate`, the `fetch` option): it runs in its
+    /// caller's async context ([`CallersContext`]), so each of them reads
+    /// that call's (Node's AsyncLocalStorage), not another's.
+    fn runs_user_functions(&self, call: &Call, validates: bool) -> bool {
+        let layer = &self.builder.layer;
+        validates
+            || call.retry_on().is_some()
+            || layer.io(flag::PER_ATTEMPT | flag::BEFORE_RETRY).is_some()
+            || layer
+                .transport()
+                .unwrap_or(self.engine.transport())
+                .calls_user()
     }
 }
 

@@ -58,6 +58,13 @@ pub struct SchemaOptions {
 
 /// Read by the reader `request()`'s options were (`own`: the call's
 /// headers it read), after them.
+impl SchemaOptions {
+    /// It has a `validate` to call.
+    pub fn validates(&self) -> bool {
+        self.validate.is_some()
+    }
+}
+
 pub fn read(
     r: &Reader,
     call: &Call,

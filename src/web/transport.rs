@@ -60,6 +60,11 @@ impl Transport {
         })
     }
 
+    /// Its attempts go to the user's `fetch` option.
+    pub fn calls_user(&self) -> bool {
+        self.custom.is_some()
+    }
+
     /// The global fetch `original` was when the client was created, read
     /// by the caller (`createClientSync` before the module was in) rather
     /// than now.

@@ -540,6 +540,44 @@ test("a token or headers function reading AsyncLocalStorage reads each request's
   client.close();
 });
 
+test("a fetch option, retry.retryOn and validate reading AsyncLocalStorage read each request's own, on a client without hooks", async () => {
+  // Every user function is called in its call's async context, not only those of the Io's hooks,
+  // header functions and token: a client with none of those ran these in another call's.
+  const { AsyncLocalStorage } = await import('node:async_hooks');
+  const als = new AsyncLocalStorage();
+  const seen = { fetch: [], retryOn: [], validate: [] };
+  const tries = new Map();
+  // Each user's first attempt answers 503, its retry 200.
+  const transport = async (req) => {
+    const u = new URL(req.url).searchParams.get('u');
+    seen.fetch.push([u, als.getStore()]);
+    const n = (tries.get(u) ?? 0) + 1;
+    tries.set(u, n);
+    return new Response(n === 1 ? '' : '{}', { status: n === 1 ? 503 : 200, headers: { 'content-type': 'application/json' } });
+  };
+  const client = await createClient({
+    crossTab: false, dedupe: false, fetch: transport, budget: false, breaker: false,
+    concurrency: { max: 2 }, retry: { baseDelayMs: 1, maxDelayMs: 5 },
+  });
+  const users = Array.from({ length: 12 }, (_, i) => `u${i}`);
+  await Promise.all(users.map((u) => als.run(u, () => client.request(`http://127.0.0.1:9/x?u=${u}`, {
+    retry: { retryOn: () => { seen.retryOn.push([u, als.getStore()]); } },
+    validate: () => { seen.validate.push([u, als.getStore()]); return true; },
+  }))));
+  assert.deepEqual([seen.fetch.length, seen.retryOn.length, seen.validate.length], [24, 12, 12]);
+  for (const [name, list] of Object.entries(seen)) {
+    for (const [u, store] of list) assert.equal(store, u, `${name} of ${u}`);
+  }
+  // schema()'s validate too.
+  const checked = [];
+  await Promise.all(users.map((u) => als.run(u, () => client.schema(`http://127.0.0.1:9/y?u=${u}`, {
+    validate: () => { checked.push([u, als.getStore()]); return true; },
+  }))));
+  assert.equal(checked.length, 12);
+  for (const [u, store] of checked) assert.equal(store, u, `schema validate of ${u}`);
+  client.close();
+});
+
 test('a retry granted but never sent is no retry: stats() count what the server saw, and the budget keeps it', async () => {
   // Budget: one retry in all (ratio 0), so a retry charged but never sent would deny the next call's.
   const opts = { budget: { minRetries: 1, ratio: 0 }, crossTab: false };
