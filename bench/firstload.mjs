@@ -66,6 +66,23 @@ const quiet = ['--no-audit', '--no-fund', '--loglevel=error'];
 
 /** Installs the app (its lock file, then the packed pkg/) and builds `builds`; returns the dist folder. */
 export async function buildApps(builds, log) {
+  if (builds.includes('stormguard-preload')) {
+    // the README's plugin as written: the app's copy must be the README's text
+    const fn = /function preloadStormguardWasm\(\) \{\n[\s\S]*?\n\}\n/;
+    const ours = readFileSync(join(appDir, 'vite.config.js'), 'utf8').match(fn)?.[0];
+    if (!ours || ours !== readFileSync(join(benchDir, '../README.md'), 'utf8').match(fn)?.[0]) {
+      throw new Error('bench/apps/firstload/vite.config.js: preloadStormguardWasm() is not the README\'s ("Preloading the wasm"): copy it from there');
+    }
+  }
+  if (builds.includes('stormguard') || builds.includes('stormguard-preload')) {
+    // the client as the README's TanStack Query recipe makes it (its api.ts), line for line
+    const line = (text) => text.split('\n').find((l) => l.startsWith('export const api = createClientSync('));
+    const ours = line(readFileSync(join(appDir, 'src/http/stormguard.ts'), 'utf8'));
+    const recipe = /```ts\n\/\/ api\.ts\n[\s\S]*?```/.exec(readFileSync(join(benchDir, '../README.md'), 'utf8'))?.[0] ?? '';
+    if (!ours || ours !== line(recipe)) {
+      throw new Error('bench/apps/firstload/src/http/stormguard.ts: its createClientSync line is not the TanStack Query recipe\'s: copy it from the README');
+    }
+  }
   const lockSum = createHash('sha256').update(readFileSync(join(appDir, 'package-lock.json'))).digest('hex');
   const marker = join(appDir, 'node_modules/.firstload-lock');
   if (!existsSync(marker) || readFileSync(marker, 'utf8') !== lockSum) {
