@@ -172,7 +172,7 @@ console.log(`[build] pkg/ stormguard ${version}`);
 console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw, ${kb(gz)} gzip, ${kb(br)} brotli`);
 
 // The size budget: what an app ships, gzip (bench/size.mjs). Its ledger, and how to raise it: bench/README.md, section "Size ledger".
-const SIZE_BUDGET_BYTES = 107_966;
+const SIZE_BUDGET_BYTES = 108_045;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

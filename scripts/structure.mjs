@@ -1,7 +1,13 @@
 // The shape of src/, checked in `npm test` (issue 17): no module imports
 // another that imports it back (directly or round a longer loop), and the
-// web layer stays thin: no `impl` block over 300 lines, no function over 80,
-// no struct with more than 6 public fields. Prints the largest of each.
+// web layer stays thin: no `impl` block over 300 lines, no type whose `impl`
+// blocks together (wherever they are) pass 450, no function over 80, no
+// struct with more than 6 public fields. Prints the largest of each. A
+// type's inherent methods are defined in its own module or a child of it,
+// never in a sibling file: issue 38 found `impl Engine` spread over six
+// files, each block under the limit while the type had 947 lines, and a
+// call cycle (driver.rs -> probe.rs -> driver) that the import check
+// cannot see.
 //
 // Rust is read with a brace matcher over the source with comments and
 // string literals blanked out: enough for rustfmt-formatted code, which
@@ -11,7 +17,10 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(fileURLToPath(new URL('..', import.meta.url)), 'src');
-const LIMITS = { impl: 300, fn: 80, pubFields: 6 };
+// `type`: one type's impl blocks summed. 450, not the block's 300: a type
+// may spread over its module and its children (engine.rs and engine/news.rs
+// are one type's), and issue 38 set 450 lines as the engine's bound.
+const LIMITS = { impl: 300, type: 450, fn: 80, pubFields: 6 };
 const WEB = 'web';
 
 function files(dir) {
@@ -91,10 +100,44 @@ const cycles = [];
   for (const v of modules.keys()) if (!index.has(v)) visit(v);
 }
 
-// ---- sizes in src/web: impl blocks, functions, public fields
-const items = { impl: [], fn: [], pubFields: [] };
+// ---- sizes in src/web: impl blocks, types, functions, public fields
+const items = { impl: [], type: [], fn: [], pubFields: [] };
+const inWeb = (m) => m === WEB || m.startsWith(`${WEB}::`);
+const within = (m, outer) => m === outer || m.startsWith(`${outer}::`);
+/** Where each type of src/web is defined: name -> modules. */
+const defined = new Map();
 for (const [m, p] of modules) {
-  if (m !== WEB && !m.startsWith(`${WEB}::`)) continue;
+  if (!inWeb(m)) continue;
+  for (const d of blank(readFileSync(p, 'utf8')).matchAll(/^\s*(?:pub(?:\([^)]*\))?\s+)?(?:struct|enum|trait|type)\s+(\w+)/gm)) {
+    defined.set(d[1], [...(defined.get(d[1]) ?? []), m]);
+  }
+}
+/** The module that defines the type an impl in `m` names: its own or an
+ * ancestor's definition first, else the only one; null when not in src/web. */
+function definer(m, name) {
+  const ds = defined.get(name) ?? [];
+  const up = ds.filter((d) => within(m, d)).sort((a, b) => b.length - a.length);
+  return up[0] ?? (ds.length === 1 ? ds[0] : null);
+}
+/** `impl<'a> Drive<'a>` -> { name: 'Drive', inherent: true }; `impl X for Y<T>` -> Y, not inherent. */
+function implOf(head) {
+  let t = head.replace(/^\s*impl\s*/, '');
+  if (t.startsWith('<')) {
+    let depth = 0, i = 0;
+    for (; i < t.length; i++) {
+      if (t[i] === '<') depth++;
+      else if (t[i] === '>' && --depth === 0) break;
+    }
+    t = t.slice(i + 1);
+  }
+  const parts = t.split(/\s+for\s+/);
+  const name = parts.at(-1).trim().match(/^(?:\w+::)*(\w+)/)?.[1];
+  return { name, inherent: parts.length === 1 };
+}
+const types = new Map();
+const strays = [];
+for (const [m, p] of modules) {
+  if (!inWeb(m)) continue;
   const lines = blank(readFileSync(p, 'utf8')).split('\n');
   const where = (i) => `${relative(join(root, '..'), p)}:${i + 1}`;
   lines.forEach((line, i) => {
@@ -111,7 +154,18 @@ for (const [m, p] of modules) {
     }
     if (end < 0) return;
     const name = line.trim().replace(/\s*\{$/, '').slice(0, 90);
-    if (head[1].startsWith('impl')) items.impl.push({ size: end - i + 1, name, at: where(i) });
+    if (head[1].startsWith('impl')) {
+      items.impl.push({ size: end - i + 1, name, at: where(i) });
+      const of = implOf(lines.slice(i, end + 1).join(' ').split('{')[0]);
+      const home = of.name && definer(m, of.name);
+      if (!home) return;
+      const key = `${home}::${of.name}`;
+      const t = types.get(key) ?? { size: 0, name: of.name, at: [] };
+      t.size += end - i + 1;
+      t.at.push(where(i));
+      types.set(key, t);
+      if (of.inherent && !within(m, home)) strays.push({ name: of.name, home, at: where(i) });
+    }
     else if (head[2]) items.fn.push({ size: end - i + 1, name, at: where(i) });
     else {
       const fields = lines.slice(i + 1, end).filter((l) => /^\s*pub(?:\([^)]*\))?\s+\w+\s*:/.test(l)).length;
@@ -119,6 +173,8 @@ for (const [m, p] of modules) {
     }
   });
 }
+
+for (const t of types.values()) items.type.push({ size: t.size, name: `${t.name}'s impl blocks`, at: t.at.join(', ') });
 
 let failed = false;
 console.log(`structure: ${modules.size} modules, ${[...edges.values()].reduce((a, e) => a + e.size, 0)} imports between them`);
@@ -128,7 +184,12 @@ for (const c of cycles) {
   console.log(`  IMPORT CYCLE: ${c.join(' <-> ')}`);
   for (const a of c) for (const b of edges.get(a)) if (c.includes(b)) console.log(`    ${a} -> ${b}`);
 }
-const label = { impl: 'lines in one impl', fn: 'lines in one function', pubFields: 'public fields in one struct' };
+if (strays.length === 0) console.log('  inherent methods outside their type\'s module: none');
+for (const x of strays) {
+  failed = true;
+  console.log(`  INHERENT METHODS OUTSIDE THEIR TYPE'S MODULE: impl ${x.name} (defined in ${x.home}) at ${x.at}: move them to ${x.home} or a child of it`);
+}
+const label = { impl: 'lines in one impl', type: 'lines in one type', fn: 'lines in one function', pubFields: 'public fields in one struct' };
 for (const kind of Object.keys(LIMITS)) {
   const sorted = items[kind].sort((a, b) => b.size - a.size);
   const over = sorted.filter((x) => x.size > LIMITS[kind]);
@@ -140,6 +201,6 @@ for (const kind of Object.keys(LIMITS)) {
   }
 }
 if (failed) {
-  console.log('structure: failed (issue 17 set these limits: split the piece, or say in the issue why it must be larger)');
+  console.log('structure: failed (issues 17 and 38 set these limits: split the piece by what it does, or say in the issue why it must be larger)');
   process.exit(1);
 }

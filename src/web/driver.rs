@@ -7,9 +7,10 @@
 //! A call is driven by a [`Drive`]: its engine, the call and its state in
 //! the policy core, which every step of the loop reads. The steps live
 //! beside it: `admission.rs` (admission and its waits: the online wait,
-//! holds, the half-open hold, the probe lock, a concurrency slot),
-//! `round.rs` (a round of attempts: the attempt and its hedges) and
-//! `steps.rs` (the client's hooks, auth and `retry.retryOn`).
+//! holds, the half-open hold, a concurrency slot, and a `CrossProbe`, the
+//! tabs' probe lock a half-open probe takes), `round.rs` (a `Round` of
+//! attempts: the attempt and its hedges in flight) and `steps.rs` (the
+//! client's hooks, auth and `retry.retryOn`).
 //!
 //! [`Guard`]: crate::policy::guard::Guard
 
@@ -22,6 +23,7 @@ mod admission;
 mod round;
 mod steps;
 
+use round::Round;
 use steps::prepare;
 use steps::Step;
 
@@ -198,7 +200,7 @@ impl<'a> Drive<'a> {
                     })
                 }
             };
-            let Decided { end, send, quota } = Apart(self.round(sent, &prepared)).await;
+            let Decided { end, send, quota } = Apart(Round::run(self, sent, &prepared)).await;
             let end = match Apart(self.after_401(end, &send, quota.as_ref())).await {
                 Step::Settle(end) => end,
                 Step::Replay => continue,

@@ -7,7 +7,7 @@
 //! probe's outcome, within its deadline and abortable, then asks again
 //! (see `src/policy/guard/halfopen.rs`, which decides everything); and the
 //! probe itself waits, the same way, for another tab's probe (the
-//! cross-tab probe lock, [`Drive::probe_lock`]).
+//! cross-tab probe lock, [`CrossProbe`]).
 
 use wasm_bindgen::JsValue;
 
@@ -17,13 +17,13 @@ use crate::policy::classify::RetryDenied;
 use crate::policy::guard::{Admission, Phase, Stop};
 use crate::policy::limiter::Acquire;
 use crate::web::call::Call;
-use crate::web::crosstab::ProbeLock;
+use crate::web::crosstab::{CrossTab, ProbeLock};
 use crate::web::errors::{CallError, ErrorKind};
 use crate::web::host::{global_target, is_offline, now_ms, rand01};
 use crate::web::runtime::{Apart, EventLink, Gate, Wake};
 
 /// What a call holding a half-open probe permit does after asking for
-/// the cross-tab probe lock ([`Drive::probe_lock`]).
+/// the cross-tab probe lock ([`CrossProbe`]).
 pub(super) enum Probed {
     /// Send the probe, holding the lock if there is one.
     Go(Option<ProbeLock>),
@@ -65,7 +65,12 @@ impl Drive<'_> {
             // probe's queue), and undone after.
             let (gate, ms, online, probe) = match admission {
                 Admission::Go(permit) => {
-                    match Apart(self.probe_lock(permit)).await {
+                    // A half-open probe takes the tabs' probe lock first.
+                    let probed = match CrossProbe::of(self, permit) {
+                        Some(probe) => Apart(probe.take()).await,
+                        None => Ok(Probed::Go(None)),
+                    };
+                    match probed {
                         Ok(Probed::Go(lock)) => return Ok((permit, lock)),
                         // Another tab's probe decided: give the permit back, ask again.
                         Ok(Probed::Again) => self.give_back(permit),
@@ -157,58 +162,57 @@ impl Drive<'_> {
             _ => Err(call.cancel.abort_error()),
         }
     }
+}
 
-    /// Waits for the probe's outcome (`Ok(true)`: the call is released and
-    /// asks the core again) for at most `cap` ms (`Ok(false)`), within the
-    /// call's deadline and until it is cancelled (`Err`). Unless released,
-    /// it leaves the key's queue.
-    async fn await_probe(&self, id: ProbeWaiter, cap: f64) -> Result<bool, Halt> {
-        let (engine, call) = (self.engine, self.call);
-        let gate = Gate::new();
-        engine.park_probe_wait(id, gate.clone());
-        let left = self.c.deadline.remaining(now_ms());
-        let wake = call.cancel.wait_on(&gate, cap.min(left)).await;
-        if matches!(wake, Wake::Timer | Wake::Cancelled) {
-            engine.unpark_probe_wait(&self.c, id);
-        }
-        match wake {
-            Wake::Cancelled => Err(call.cancel.abort_error().into()),
-            Wake::Timer if cap < left => Ok(false),
-            Wake::Timer => Err(Halt::OutOfTime),
-            _ => Ok(true),
-        }
+/// One half-open probe across all tabs: a call holding its key's probe
+/// permit and the tabs' probe lock it asks for. A call whose permit meets
+/// another tab's probe (the lock is taken) keeps the permit, so this tab's
+/// other calls wait behind it, and waits itself in the key's queue for that
+/// tab's news (its probe's outcome closes or opens the key here:
+/// [`Probed::Again`]), looking at the lock again every [`RECHECK_MS`]: once
+/// that tab let go without news (it closed, its probe decided nothing) and
+/// [`GRACE_MS`] more brought none, this call probes. Every wait ends on
+/// abort and deadline too.
+struct CrossProbe<'d, 'a> {
+    d: &'d Drive<'a>,
+    x: &'a CrossTab,
+    /// It waited for another tab's probe: when it has the lock, a moment
+    /// for that tab's news before it probes.
+    waited: bool,
+}
+
+impl<'d, 'a> CrossProbe<'d, 'a> {
+    /// The probe a call admitted with `permit` sends, if it must take the
+    /// tabs' lock first: a half-open probe, with other tabs to ask.
+    fn of(d: &'d Drive<'a>, permit: Option<Permit>) -> Option<Self> {
+        let (Some(Permit::Probe), Some(x)) = (permit, d.engine.crosstab()) else {
+            return None;
+        };
+        Some(CrossProbe {
+            d,
+            x,
+            waited: false,
+        })
     }
 
-    /// One half-open probe across all tabs. A call whose probe permit
-    /// meets another tab's probe (the cross-tab lock is taken) keeps the
-    /// permit, so this tab's other calls wait behind it, and waits itself
-    /// in the key's queue for that tab's news (its probe's outcome closes
-    /// or opens the key here: [`Probed::Again`]), looking at the lock again
-    /// every [`RECHECK_MS`]: once that tab let go without news (it closed,
-    /// its probe decided nothing) and [`GRACE_MS`] more brought none, this
-    /// call probes. Every wait ends on abort and deadline too.
-    async fn probe_lock(&self, permit: Option<Permit>) -> Result<Probed, Halt> {
-        let (engine, call) = (self.engine, self.call);
-        let (Some(Permit::Probe), Some(x)) = (permit, engine.crosstab()) else {
-            return Ok(Probed::Go(None));
-        };
-        let mut waited = false;
+    async fn take(mut self) -> Result<Probed, Halt> {
+        let (engine, call) = (self.d.engine, self.d.call);
         loop {
-            let left = self.c.deadline.remaining(now_ms());
+            let left = self.d.c.deadline.remaining(now_ms());
             let lock = match call
                 .cancel
-                .within(left, std::pin::pin!(x.probe_lock(&call.spec.key)))
+                .within(left, std::pin::pin!(self.x.probe_lock(&call.spec.key)))
                 .await
             {
                 Ok(lock) => lock,
                 Err(Wake::Cancelled) => Err(call.cancel.abort_error())?,
                 Err(_) => Err(Halt::OutOfTime)?,
             };
-            if lock.is_some() && !waited {
+            if lock.is_some() && !self.waited {
                 return Ok(Probed::Go(lock));
             }
             // Not half-open any more: that tab's news came meanwhile.
-            let watched = engine.watch_probe(&self.c);
+            let watched = engine.watch_probe(&self.d.c);
             let Some(id) = watched else {
                 return Ok(Probed::Again);
             };
@@ -221,7 +225,28 @@ impl Drive<'_> {
             if lock.is_some() {
                 return Ok(Probed::Go(lock));
             }
-            waited = true;
+            self.waited = true;
+        }
+    }
+
+    /// Waits for the probe's outcome (`Ok(true)`: the call is released and
+    /// asks the core again) for at most `cap` ms (`Ok(false)`), within the
+    /// call's deadline and until it is cancelled (`Err`). Unless released,
+    /// it leaves the key's queue.
+    async fn await_probe(&self, id: ProbeWaiter, cap: f64) -> Result<bool, Halt> {
+        let (engine, call, c) = (self.d.engine, self.d.call, &self.d.c);
+        let gate = Gate::new();
+        engine.park_probe_wait(id, gate.clone());
+        let left = c.deadline.remaining(now_ms());
+        let wake = call.cancel.wait_on(&gate, cap.min(left)).await;
+        if matches!(wake, Wake::Timer | Wake::Cancelled) {
+            engine.unpark_probe_wait(c, id);
+        }
+        match wake {
+            Wake::Cancelled => Err(call.cancel.abort_error().into()),
+            Wake::Timer if cap < left => Ok(false),
+            Wake::Timer => Err(Halt::OutOfTime),
+            _ => Ok(true),
         }
     }
 }

@@ -37,23 +37,44 @@ struct Sent<'a> {
     send: Attempt,
 }
 
-impl<'a> Drive<'a> {
+/// A round of attempts: the call's attempt and the hedges of it in
+/// flight, each sending what was settled for the round before its
+/// admission (`prepared`, see `steps.rs` `prepare`).
+pub(super) struct Round<'r, 'a> {
+    d: &'r mut Drive<'a>,
+    prepared: &'r Prepared,
+    live: Vec<Sent<'r>>,
+    /// Until the core refuses one (its count is over the whole call).
+    hedging: bool,
+}
+
+impl<'r, 'a: 'r> Round<'r, 'a> {
     /// Sends the call's attempt `first` (its slot taken) and any hedges of
-    /// it the policy core allows, each sending what was settled for the
-    /// round before its admission (`prepared`, see [`super::prepare`]);
-    /// ends with the attempt that decides.
-    pub(super) async fn round(&mut self, first: Attempt, prepared: &Prepared) -> Decided {
-        let engine = self.engine;
-        let mut live = vec![self.launch(first, false, prepared)];
-        // Until the core refuses one (its count is over the whole call).
-        let mut hedging = self.call.spec.cfg.hedge.is_some();
+    /// it the policy core allows; ends with the attempt that decides.
+    pub(super) async fn run(
+        d: &'r mut Drive<'a>,
+        first: Attempt,
+        prepared: &'r Prepared,
+    ) -> Decided {
+        let engine = d.engine;
+        let hedging = d.call.spec.cfg.hedge.is_some();
+        let mut r = Round {
+            d,
+            prepared,
+            live: Vec::new(),
+            hedging,
+        };
+        let leg = r.launch(first, false);
+        r.live.push(leg);
         loop {
-            let last = live.iter().map(|s| s.send.started_ms);
+            let last = r.live.iter().map(|s| s.send.started_ms);
             let last = last.fold(f64::MIN, f64::max);
-            let due = hedging
-                .then(|| engine.guard().hedge_due(&self.c, last, now_ms()))
+            let due = r
+                .hedging
+                .then(|| engine.guard().hedge_due(&r.d.c, last, now_ms()))
                 .flatten();
             let mut hedge_due = due.map(sleep);
+            let live = &mut r.live;
             let ended_at = poll_fn(|cx| {
                 for (i, s) in live.iter_mut().enumerate() {
                     if let Poll::Ready(end) = s.end.as_mut().poll(cx) {
@@ -71,39 +92,27 @@ impl<'a> Drive<'a> {
             })
             .await;
             let Some((i, (end, quota))) = ended_at else {
-                match self.decide(|g, c| g.hedge(c, now_ms(), rand01())) {
-                    Some(send) => live.push(self.launch(send, true, prepared)),
-                    None => hedging = false,
+                match r.d.decide(|g, c| g.hedge(c, now_ms(), rand01())) {
+                    Some(send) => {
+                        let leg = r.launch(send, true);
+                        r.live.push(leg);
+                    }
+                    None => r.hedging = false,
                 }
                 continue;
             };
-            let sent = live.swap_remove(i);
+            let sent = r.live.swap_remove(i);
             engine.release_slot();
             let now = now_ms();
-            if engine.guard().decides(&end.as_ended(false)) || live.is_empty() {
-                for other in live {
-                    if let Some(stop) = &other.stop {
-                        stop.abort();
-                    }
-                    engine.release_slot();
-                    self.decide(|g, c| g.abandon(c, other.send.permit, now));
-                }
-                if let AttemptEnd::Done(_) = end {
-                    let took = now - sent.send.started_ms;
-                    engine.answered_in(&self.c, took, now);
-                }
-                return Decided {
-                    end,
-                    send: sent.send,
-                    quota,
-                };
+            if engine.guard().decides(&end.as_ended(false)) || r.live.is_empty() {
+                return r.decided(sent.send, end, quota, now);
             }
             // Failed while another attempt is still out: a sample (and what
             // its answer said of the quota), and wait on.
             if let AttemptEnd::Status { response, .. } = &end {
                 fetch::discard(response);
             }
-            self.decide(|g, c| {
+            r.d.decide(|g, c| {
                 g.leg_failed(
                     c,
                     sent.send.permit,
@@ -116,20 +125,34 @@ impl<'a> Drive<'a> {
         }
     }
 
+    /// The round ends with attempt `send`, which ended so (`now`): the
+    /// others still out are aborted, their slots and permits given back.
+    fn decided(self, send: Attempt, end: AttemptEnd, quota: Option<Quota>, now: f64) -> Decided {
+        let engine = self.d.engine;
+        for other in self.live {
+            if let Some(stop) = &other.stop {
+                stop.abort();
+            }
+            engine.release_slot();
+            self.d.decide(|g, c| g.abandon(c, other.send.permit, now));
+        }
+        if let AttemptEnd::Done(_) = end {
+            engine.answered_in(&self.d.c, now - send.started_ms, now);
+        }
+        Decided { end, send, quota }
+    }
+
     /// Starts one attempt as the policy core set it out (`hedge`: not the
     /// first of its round), under its timeout; announced (an `attempt`
     /// event) as its request goes out.
-    fn launch<'p>(&self, send: Attempt, hedge: bool, prepared: &'p Prepared) -> Sent<'p>
-    where
-        'a: 'p,
-    {
-        let (engine, call) = (self.engine, self.call);
+    fn launch(&self, send: Attempt, hedge: bool) -> Sent<'r> {
+        let (engine, call) = (self.d.engine, self.d.call);
         call.cancel.begin_attempt(send.attempt);
         let stop = Stop::new();
         let transport = call.layer().transport().unwrap_or(engine.transport());
         let leg = fetch::Leg {
             hedge,
-            prepared,
+            prepared: self.prepared,
             events: engine.events(),
         };
         Sent {
