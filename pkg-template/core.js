@@ -16,6 +16,8 @@
 // - loading the wasm (checkHost, fetchWasm, loadWasm, earlyWasm) and
 //   makeCreateClient, from which each entry makes createClient.
 
+import { first, plan } from './boot.js';
+
 const BRAND = Symbol.for('stormguard.error');
 
 /**
@@ -705,6 +707,9 @@ function passOn(f, input, init) {
   return Promise.resolve().then(() => Reflect.apply(f, globalThis, init === undefined ? [input] : [input, init]));
 }
 
+/** What a relative URL resolves against in a page (as in index.js). */
+const pageBase = () => globalThis.document?.baseURI ?? globalThis.location?.href;
+
 /** The global fetch now, as the engine reads it when a client is created. */
 function currentFetch() {
   try {
@@ -783,6 +788,9 @@ class Client {
   #building = null;
   #deadline = DEFAULT_DEADLINE_MS;
   #listeners = [];
+  // A root client made before the engine is in: its options, which decide whether the boot build
+  // may send a call's first attempt (boot.js).
+  #given = undefined;
 
   constructor(inner, io = null, final = null, original = undefined) {
     this.#c = inner;
@@ -801,8 +809,9 @@ class Client {
    * giving a promise of `{ inner, io }`; it is started now. Its calls wait
    * for it within their deadline (`deadline` when they give none) and signal.
    */
-  static pending(build, deadline, original, parent = null) {
+  static pending(build, deadline, original, parent = null, given = undefined) {
     const c = new Client(null, null, null, original);
+    c.#given = given;
     c.#build = build;
     c.#deadline = deadline;
     c.#parent = parent;
@@ -875,6 +884,9 @@ class Client {
     }
     const valid = Number.isInteger(given) && given > 0 && given <= MAX_TIMER_MS;
     const ms = valid ? given : this.#deadline;
+    const p = method === 'request' && this.#given !== undefined ? plan(this.#given, a, b, pageBase()) : undefined;
+    const sent = p && first(this.#original ?? currentFetch(), p, anySignal([isSignal(signal) ? signal : undefined, ...this.#closers()]).signal);
+    if (sent) return this.#booted(sent, a, b, ms, signal);
     try {
       await this.#waitBuilt(ms, signal);
     } catch (e) {
@@ -885,6 +897,38 @@ class Client {
     }
     const left = Math.max(1, Math.ceil(ms - (performance.now() - started)));
     return this[method](a, valid || given === undefined ? withDeadline(b, left) : b);
+  }
+
+  /**
+   * A request() whose first attempt the boot build sent (`sent`, boot.js's first()): a 2xx it delivered
+   * is the call's answer, and the engine gets its sample when it is in; any other end waits for the
+   * engine (within the call's deadline, from when the attempt went, and its signal), which adopts the
+   * attempt as the call's first and goes on with the call.
+   */
+  async #booted(sent, a, b, ms, signal) {
+    const r = await sent;
+    if (r.aborted) {
+      const caller = isSignal(signal) && signal.aborted;
+      throw caller ? new AbortError('call aborted', { reason: signal.reason }) : closedError();
+    }
+    if (r.kind === 0) {
+      this.#whenBuilt().then(() => {
+        // Its sample: the call adopted, with nothing left to do (the caller has its answer).
+        if (this.#final) return;
+        this.#c.adopt(r.started, 0, undefined);
+        this.#call('request', a, b === undefined ? b : { ...b, signal: undefined }).catch(() => {});
+      }, () => {});
+      return r.value;
+    }
+    try {
+      await this.#waitBuilt(Math.max(1, Math.ceil(ms - (performance.now() - r.started))), signal);
+    } catch (e) {
+      if (r.kind === 1) r.value?.body?.cancel?.().catch(() => {});
+      throw toError(e);
+    }
+    if (this.#final) return this.request(a, b);
+    this.#c.adopt(r.started, r.kind, r.value);
+    return this.request(a, b);
   }
 
   /** The engine, within `ms` and until `signal` or close() (of this client or one it derives from) aborts. */
@@ -1532,6 +1576,8 @@ export function makeCreateClient(load) {
       },
       ms,
       original,
+      null,
+      bad ? undefined : options ?? {},
     );
   }
 

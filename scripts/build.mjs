@@ -113,6 +113,38 @@ const { build } = await import(join(root, 'node_modules/esbuild/lib/main.js'));
   if (glueBuild.warnings.length) throw new Error(`the glue's bundle has ${glueBuild.warnings.length} warning(s) (above)`);
 }
 
+// The boot build (issue 39; src/boot.rs): the same crate with the `boot` feature, only a call's first
+// attempt, for the calls made before the engine is in. Its module travels inside its glue as base64
+// (pkg/stormguard_boot.js, `wasm`), compiled at the first such call: a file of its own would cost a
+// round trip before the first request (measured at 150 ms RTT: 725 ms first data against 588 inlined).
+// Without the async loader (`initSync` compiles it at once).
+let bootWasm;
+{
+  console.log('[build] the boot build: cargo build --features boot');
+  const bootBuilt = buildReleaseWasm(root, run, { features: ['boot'], targetDir: join(root, 'target/release-boot') });
+  const glueDir = join(root, 'target/glue/boot');
+  rmSync(glueDir, { recursive: true, force: true });
+  run('wasm-bindgen', ['--target', 'web', '--no-typescript', '--out-dir', glueDir, '--out-name', 'stormguard_boot', bootBuilt]);
+  const w = join(glueDir, 'stormguard_boot_bg.wasm');
+  run(join(root, 'node_modules/.bin/wasm-opt'), [...WASM_OPT_ARGS, '--strip-debug', '--strip-producers', '--strip-target-features', w, '-o', w]);
+  bootWasm = readFileSync(w);
+  const glueRaw = join(glueDir, 'stormguard_boot.js');
+  const exportsLine = 'export { initSync, __wbg_init as default };';
+  const raw = readFileSync(glueRaw, 'utf8');
+  if (!raw.includes(exportsLine)) throw new Error("the boot build's glue lacks its exports line: update scripts/build.mjs");
+  writeFileSync(glueRaw, raw.replace(exportsLine, `export { initSync };\nexport const base64 = ${JSON.stringify(bootWasm.toString('base64'))};`));
+  const bootBuild = await build({
+    entryPoints: [glueRaw],
+    outfile: join(pkg, 'stormguard_boot.js'),
+    bundle: true,
+    format: 'esm',
+    minify: true,
+    banner: { js: "/* stormguard: the boot build's wasm-bindgen glue, minified, its module inlined (scripts/build.mjs). */" },
+    logLevel: 'warning',
+  });
+  if (bootBuild.warnings.length) throw new Error(`the boot glue's bundle has ${bootBuild.warnings.length} warning(s) (above)`);
+}
+
 for (const name of readdirSync(template)) {
   if (name !== 'package.json') copyFileSync(join(template, name), join(pkg, name));
 }
@@ -170,9 +202,11 @@ const br = brotliCompressSync(wasm, { params: { [constants.BROTLI_PARAM_QUALITY]
 const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
 console.log(`[build] pkg/ stormguard ${version}`);
 console.log(`[build] wasm: ${kb(before)} before wasm-opt; ${kb(wasm.length)} raw, ${kb(gz)} gzip, ${kb(br)} brotli`);
+console.log(`[build] boot wasm: ${kb(bootWasm.length)} raw, ${kb(gzipSync(bootWasm, { level: 9 }).length)} gzip ` +
+  `(inlined in stormguard_boot.js as base64: ${kb(gzipSync(readFileSync(join(pkg, 'stormguard_boot.js')), { level: 9 }).length)} gzip with its glue)`);
 
 // The size budget: what an app ships, gzip (bench/size.mjs). Its ledger, and how to raise it: bench/README.md, section "Size ledger".
-const SIZE_BUDGET_BYTES = 108_045;
+const SIZE_BUDGET_BYTES = 120_378;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -47,8 +47,9 @@ function hasRustSrc(root) {
  * differ from every other build's, and sharing one would rebuild each time
  * the two alternate; with the prebuilt std it is cargo's own, target/.
  */
-export function buildReleaseWasm(root, run, { quiet = false, targetDir, env = {} } = {}) {
-  const args = ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', ...(quiet ? ['--quiet'] : [])];
+export function buildReleaseWasm(root, run, { quiet = false, targetDir, env = {}, features = [] } = {}) {
+  const args = ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', ...(quiet ? ['--quiet'] : []),
+    ...(features.length ? ['--features', features.join(',')] : [])];
   if (process.env.STORMGUARD_PLAIN_STD === '1') {
     const dir = targetDir ?? join(root, 'target');
     run('cargo', [...args, '--target-dir', dir], env);

@@ -21,16 +21,21 @@
 )]
 
 pub mod policy;
+// The boot build uses none of it.
+#[cfg_attr(all(target_arch = "wasm32", feature = "boot"), allow(dead_code))]
 mod text;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", not(feature = "boot")))]
 mod web;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", not(feature = "boot")))]
 pub use web::Client;
 
 /// The executor, gates and timers the client runs on: public for the
 /// direct tests of their invariants (`tests/runtime.rs`), not an API.
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", not(feature = "boot")))]
 #[doc(hidden)]
 pub use web::runtime;
+
+#[cfg(all(target_arch = "wasm32", feature = "boot"))]
+mod boot;

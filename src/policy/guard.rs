@@ -508,6 +508,21 @@ impl Guard {
         Some(self.send(c, permit, now))
     }
 
+    /// The call's first attempt, sent at `started` before the engine was
+    /// in (the boot build, `src/boot.rs`), adopted as its own: counted as
+    /// [`Guard::begin`] counts one, and its outcome a breaker sample when
+    /// the key's breaker lets a call through `now` (one that another tab
+    /// opened meanwhile learns nothing from it, and refuses the retry).
+    /// What follows is the call's as usual: [`Guard::settle`] its end.
+    pub fn adopt(&mut self, c: &mut CallState, started: f64, now: f64, rand01: f64) -> Attempt {
+        let key: &str = &c.spec.key;
+        let permit = self
+            .breakers
+            .as_mut()
+            .and_then(|b| b.acquire(key, now, rand01).ok());
+        self.send(c, permit, started)
+    }
+
     fn send(&mut self, c: &mut CallState, permit: Option<Permit>, now: f64) -> Attempt {
         c.attempts += 1;
         self.stats.attempts += 1;
@@ -701,6 +716,58 @@ mod tests {
             (1, 1, 0)
         );
         assert_eq!(g.in_flight(), 0);
+    }
+
+    #[test]
+    fn an_adopted_first_attempt_is_the_calls_first_and_its_retry_the_second() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        // Sent at 0 by the boot build; the engine arrives at 400 with its 503.
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let a = g.adopt(&mut c, 0.0, 400.0, 0.5);
+        assert_eq!((a.attempt, a.started_ms, a.timeout_ms), (1, 0.0, 6000.0));
+        assert_eq!(
+            a.permit,
+            Some(Permit::Normal),
+            "its outcome is a breaker sample"
+        );
+        assert_eq!(
+            g.settle(&mut c, a.permit, &UNAVAILABLE, None, 400.0, 0.0, 0.5),
+            Verdict::Retry { delay_ms: 1000.0 }
+        );
+        let s = send(&mut g, &mut c, 1400.0);
+        assert_eq!(s.attempt, 2);
+        assert_eq!(
+            (g.stats.requests, g.stats.attempts, g.stats.retries),
+            (1, 2, 1)
+        );
+        // The deadline ran from the adopted attempt's start.
+        assert_eq!(s.remaining_ms, 20_000.0 - 1400.0);
+    }
+
+    #[test]
+    fn an_adopted_attempt_is_never_retried_against_a_breaker_another_tab_opened() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        // Learned when the engine arrived, before it adopts the attempt.
+        g.peer_open(KEY, 300.0, 30_000.0, 30_000.0);
+        let a = g.adopt(&mut c, 0.0, 400.0, 0.5);
+        assert_eq!(
+            (a.attempt, a.permit),
+            (1, None),
+            "no sample for an open key"
+        );
+        let v = g.settle(&mut c, a.permit, &UNAVAILABLE, None, 400.0, 0.0, 0.5);
+        if let Verdict::Retry { delay_ms } = v {
+            assert!(matches!(
+                g.admit(&mut c, 400.0 + delay_ms, false, 0.5),
+                Admission::Stop(Stop::CircuitOpen { .. })
+            ));
+        }
+        assert_eq!(g.stats.attempts, 1);
     }
 
     #[test]

@@ -44,6 +44,33 @@ pub struct Call {
     first: Cell<Option<Result<Prepared, Halt>>>,
     /// When that began, if it did: the call's deadline runs from then.
     since: Option<f64>,
+    /// Its first attempt, sent before the engine was in (see `Adopted`).
+    adopted: Cell<Option<Adopted>>,
+}
+
+/// A call's first attempt that the boot build (`src/boot.rs`,
+/// pkg-template/boot.js) sent before the engine was in, and how it went:
+/// the engine adopts it as the call's first attempt (`Engine::adopted`).
+pub struct Adopted {
+    /// When it went out (`performance.now()`): the call's deadline runs
+    /// from then.
+    pub started_ms: f64,
+    pub end: AdoptedEnd,
+}
+
+/// How an adopted attempt ended.
+pub enum AdoptedEnd {
+    /// A 2xx the boot build delivered to the caller: only its sample.
+    Delivered,
+    /// Any other answer: its Response, the body unread, read as the
+    /// engine reads its own attempts' answers.
+    Answer(JsValue),
+    /// A 2xx whose body did not parse (the parse error).
+    Parse(JsValue),
+    /// The host's fetch rejected (its error).
+    Network(JsValue),
+    /// Its time ran out.
+    Timeout,
 }
 
 impl Call {
@@ -68,7 +95,24 @@ impl Call {
             own,
             first: Cell::new(None),
             since: None,
+            adopted: Cell::new(None),
         }
+    }
+
+    /// Its first attempt was sent before the engine was in: adopted, the
+    /// call's deadline running from when it went, and never shared (it is
+    /// its own network call).
+    pub fn adopt(&mut self, adopted: Adopted) {
+        self.since = Some(adopted.started_ms);
+        if let Mode::Request { share, .. } = &mut self.mode {
+            *share = None;
+        }
+        self.adopted.set(Some(adopted));
+    }
+
+    /// The attempt sent before the engine was in, once.
+    pub fn take_adopted(&self) -> Option<Adopted> {
+        self.adopted.take()
     }
 
     /// The call with its `retry.retryOn`.

@@ -2,13 +2,14 @@
 //! [`super::request::Builder`] (URL, headers, body, idempotency and breaker
 //! keys) and handed, with the caller's signal, to the engine.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use js_sys::{Array, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::call::Call;
+use super::call::{Adopted, AdoptedEnd, Call};
 use super::cancel::CancelReason;
 use super::convert::to_js;
 use super::crosstab::CrossTab;
@@ -40,6 +41,9 @@ pub struct Client {
     engine: Rc<Engine>,
     builder: Builder,
     make_error: Option<js_sys::Function>,
+    /// The first attempt of the next call, sent by the boot build before
+    /// the engine was in (`Client::adopt`).
+    adopted: Cell<Option<Adopted>>,
 }
 
 /// The error a descriptor stands for: its class instance, or for
@@ -75,11 +79,33 @@ impl Client {
         Client::build(&options, original).map_err(options_error)
     }
 
+    /// The next `request()` call's first attempt went out at `started_ms`
+    /// (`performance.now()`) before the engine was in, sent by the boot
+    /// build (pkg-template/boot.js), and ended so: `kind` 0 a 2xx it
+    /// delivered, 1 an answer (`value` its Response, body unread), 2 a
+    /// 2xx whose body did not parse (`value` the error), 3 a network error
+    /// (`value` the host's), 4 its time ran out. The call adopts it as its
+    /// first attempt.
+    pub fn adopt(&self, started_ms: f64, kind: u8, value: JsValue) {
+        let end = match kind {
+            0 => AdoptedEnd::Delivered,
+            1 => AdoptedEnd::Answer(value),
+            2 => AdoptedEnd::Parse(value),
+            3 => AdoptedEnd::Network(value),
+            _ => AdoptedEnd::Timeout,
+        };
+        self.adopted.set(Some(Adopted { started_ms, end }));
+    }
+
     /// `client.request(url, options)`: resolves with the parsed body.
     pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
+        let adopted = self.adopted.take();
         // One reader: each option read once (request.rs, then `validate`).
         let built = Reader::new(&options, "options").and_then(|r| {
-            let ((call, signal), _) = self.builder.request(&self.engine, &url, &r, false)?;
+            let ((mut call, signal), _) = self.builder.request(&self.engine, &url, &r, false)?;
+            if let Some(a) = adopted {
+                call.adopt(a);
+            }
             let check = validate::read(&r)?.map(|v| Check::new(v, &call, signal.as_ref()));
             Ok(((call, signal), check))
         });
@@ -159,6 +185,7 @@ impl Client {
             engine: self.engine.clone(),
             builder: derive().map_err(options_error)?,
             make_error: self.make_error.clone(),
+            adopted: Cell::new(None),
         })
     }
 
@@ -267,6 +294,7 @@ impl Client {
             engine,
             builder,
             make_error: None,
+            adopted: Cell::new(None),
         })
     }
 

@@ -9,8 +9,9 @@
 //! beside it: `admission.rs` (admission and its waits: the online wait,
 //! holds, the half-open hold, a concurrency slot, and a `CrossProbe`, the
 //! tabs' probe lock a half-open probe takes), `round.rs` (a `Round` of
-//! attempts: the attempt and its hedges in flight) and `steps.rs` (the
-//! client's hooks, auth and `retry.retryOn`).
+//! attempts: the attempt and its hedges in flight), `adopt.rs` (a first
+//! attempt the boot build sent before the engine was in) and `steps.rs`
+//! (the client's hooks, auth and `retry.retryOn`).
 //!
 //! [`Guard`]: crate::policy::guard::Guard
 
@@ -20,10 +21,10 @@ use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
 mod admission;
+mod adopt;
 mod round;
 mod steps;
 
-use round::Round;
 use steps::prepare;
 use steps::Step;
 
@@ -188,8 +189,8 @@ impl<'a> Drive<'a> {
         let mut last: Option<CallError> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
-            let (sent, _probe_lock, prepared) = match Apart(self.admitted()).await {
-                Ok(sent) => sent,
+            let (Decided { end, send, quota }, _probe_lock) = match Apart(self.next_round()).await {
+                Ok(round) => round,
                 Err(Halt::Error(e)) => return Err(e),
                 Err(Halt::OutOfTime) => {
                     return Err(match last {
@@ -200,7 +201,6 @@ impl<'a> Drive<'a> {
                     })
                 }
             };
-            let Decided { end, send, quota } = Apart(Round::run(self, sent, &prepared)).await;
             let end = match Apart(self.after_401(end, &send, quota.as_ref())).await {
                 Step::Settle(end) => end,
                 Step::Replay => continue,

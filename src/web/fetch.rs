@@ -18,7 +18,8 @@ use super::errors::{CallError, ErrorKind};
 use super::events::Listeners;
 use super::hooks::flag;
 use super::host::{
-    assign, either_signal, epoch_ms, instance_of, json_parse, quiet, realm, to_promise, Class,
+    assign, either_signal, epoch_ms, instance_of, json_parse, now_ms, quiet, realm, to_promise,
+    Class,
 };
 use super::runtime::{settle, Alarm, Apart, Either, Race, Settle, Stop};
 use super::transport::Transport;
@@ -302,7 +303,12 @@ pub async fn attempt(
         return (AttemptEnd::Cancelled, None);
     }
     let attached = cancel.attach(&stop);
-    let timer = Alarm::stop(send.timeout_ms, &stop);
+    // An adopted attempt's time ran from when it went out.
+    let ms = match leg.adopted {
+        Some(_) => (send.started_ms + send.timeout_ms - now_ms()).max(0.0),
+        None => send.timeout_ms,
+    };
+    let timer = Alarm::stop(ms, &stop);
     let signal = match &call.mode {
         Mode::Fetch {
             body_signal: Some(caller),
@@ -345,6 +351,9 @@ pub struct Leg<'a> {
     /// Where the attempt is announced (an `attempt` event) as its request
     /// goes out.
     pub events: &'a Listeners,
+    /// The answer of an attempt the boot build sent (`Call::adopt`): read
+    /// as this attempt's instead of sending one.
+    pub adopted: Option<&'a JsValue>,
 }
 
 /// Which attempt `run` makes, and how.
@@ -356,14 +365,17 @@ struct Sending<'a> {
 impl Sending<'_> {
     /// The request goes out: an `attempt` event.
     fn went(&self, call: &Call) {
-        let send = self.send;
-        self.leg
-            .events
-            .emit_call("attempt", call, send.attempt, &|o| {
-                o.times.elapsed_ms = Some(send.elapsed_ms);
-                o.times.remaining_ms = Some(send.remaining_ms);
-            });
+        announce(call, self.send, &self.leg);
     }
+}
+
+/// The `attempt` event of `send` (as its request goes out, or as the
+/// engine adopts one the boot build sent).
+pub fn announce(call: &Call, send: &Attempt, leg: &Leg<'_>) {
+    leg.events.emit_call("attempt", call, send.attempt, &|o| {
+        o.times.elapsed_ms = Some(send.elapsed_ms);
+        o.times.remaining_ms = Some(send.remaining_ms);
+    });
 }
 
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
@@ -384,7 +396,10 @@ async fn run(
     let token = at.leg.prepared.seen();
     at.went(call);
     let target = own.as_ref().unwrap_or(&call.target);
-    let mut value = settle(send(transport, target, signal, at.leg.hedge)?).await?;
+    let mut value = match at.leg.adopted {
+        Some(answer) => answer.clone(),
+        None => settle(send(transport, target, signal, at.leg.hedge)?).await?,
+    };
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
         match settle(io.after(request, &value, &call.context(at.send.attempt))).await {
             Ok(v) => value = v,

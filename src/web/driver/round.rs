@@ -154,6 +154,7 @@ impl<'r, 'a: 'r> Round<'r, 'a> {
             hedge,
             prepared: self.prepared,
             events: engine.events(),
+            adopted: None,
         };
         Sent {
             stop: stop.as_ref().ok().cloned(),

@@ -1,0 +1,163 @@
+// A call's first attempt sent by the boot build before the engine is in (issue 39 item 2;
+// pkg-template/boot.js, src/boot.rs, src/web/adopt.rs), in Chromium: the page
+// (tests/e2e/pages/boot.html) makes its client and call at module scope while the test holds the
+// engine's wasm download. The call's request leaves at once; a 2xx is its answer before the engine is
+// in, and the engine gets the sample when it arrives; any other end waits for the engine, which adopts
+// the attempt as the call's first (its retry is attempt 2) and never retries against a breaker another
+// tab opened meanwhile.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchChromium, startServers, watchErrors } from './browser.mjs';
+
+let servers, browser;
+
+before(async () => {
+  servers = await startServers();
+  browser = await launchChromium();
+});
+after(async () => {
+  await browser?.close();
+  await servers?.close();
+});
+
+/**
+ * tests/e2e/pages/boot.html with `url` called at module scope and the engine's wasm held:
+ * `{ page, errors, release(fn) }`, `release` letting the wasm route go on with `fn(route)`
+ * (default: continue). `sent(part)` counts the page's requests whose URL has `part`; `hold`:
+ * `[part, promise]`, the page's requests whose URL has `part` held until `promise` settles.
+ */
+async function heldPage(context, { url, options, hold } = {}) {
+  const WASM = `${servers.site}/pkg/stormguard_bg.wasm`;
+  let asked;
+  const wasAsked = new Promise((r) => { asked = r; });
+  let answer;
+  const answered = new Promise((r) => { answer = r; });
+  await context.route(WASM, async (route) => {
+    asked();
+    (await answered)(route);
+  });
+  const page = await context.newPage();
+  if (hold) {
+    await page.route((u) => u.href.startsWith(servers.fault) && u.href.includes(hold[0]), async (route) => {
+      await hold[1];
+      await route.continue();
+    });
+  }
+  const errors = watchErrors(page);
+  const requests = [];
+  const answers = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('response', (r) => answers.push(`${r.status()} ${r.url()}`));
+  const q = new URLSearchParams();
+  if (url) q.set('url', url);
+  if (options) q.set('options', JSON.stringify(options));
+  await page.goto(`${servers.site}/tests/e2e/pages/boot.html?${q}`);
+  await page.waitForFunction(() => window.made === true);
+  await wasAsked;
+  return {
+    page,
+    errors,
+    release: (fn = (route) => route.continue()) => answer(fn),
+    sent: (part) => requests.filter((u) => u.startsWith(servers.fault) && u.includes(part)).length,
+    answered: async (status, part) => {
+      for (let i = 0; !answers.some((a) => a.startsWith(`${status} ${servers.fault}`) && a.includes(part)); i++) {
+        if (i > 1000) throw new Error(`no ${status} answer to ${part} while the wasm is held: the call did not go`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+  };
+}
+
+test('a call made before the engine is in goes at once; its 2xx is its answer; the engine then counts it', async () => {
+  const context = await browser.newContext();
+  try {
+    const url = `${servers.fault}/echo?id=boot-ok`;
+    const { page, errors, release, sent } = await heldPage(context, { url });
+    await page.waitForFunction(() => window.result !== undefined);
+    assert.equal(await page.evaluate(() => window.result.body?.method), 'GET', 'answered while the wasm is held');
+    assert.equal(await page.evaluate(() => window.api.stats().requests), 0, 'the engine is not in');
+    release();
+    await page.evaluate(() => window.api.ready.then(() => undefined));
+    await page.waitForFunction(() => window.api.stats().requests === 1);
+    const stats = await page.evaluate(() => window.api.stats());
+    assert.deepEqual([stats.requests, stats.attempts, stats.retries, stats.failures], [1, 1, 0, 0]);
+    assert.deepEqual(await page.evaluate(() => window.events), ['attempt 1'], 'the listener added before sees it');
+    assert.equal(sent('boot-ok'), 1, 'one request on the wire');
+    // Once the engine is in, calls are its own.
+    assert.equal(await page.evaluate(() => window.call(window.location.origin + '/pkg/package.json').then((r) => r.body?.name)), 'stormguard');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test("a call's failed first attempt waits for the engine, which adopts it: its retry is attempt 2", async () => {
+  const context = await browser.newContext();
+  try {
+    const url = `${servers.fault}/fail-first?key=boot-adopt&n=1`;
+    const { page, errors, release, sent, answered } = await heldPage(context, { url });
+    await answered(503, 'boot-adopt');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await page.evaluate(() => window.result), undefined, 'the 503 waits for the engine');
+    release();
+    await page.waitForFunction(() => window.result !== undefined);
+    assert.deepEqual(await page.evaluate(() => window.result.body), { ok: true, attempt: 2 });
+    const stats = await page.evaluate(() => window.api.stats());
+    assert.deepEqual([stats.requests, stats.attempts, stats.retries], [1, 2, 1]);
+    assert.deepEqual(await page.evaluate(() => window.events), ['attempt 1', 'retry 1', 'attempt 2']);
+    assert.equal(sent('boot-adopt'), 2);
+    assert.deepEqual(errors.filter((e) => !/status of 503/.test(e)), []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('an engine that fails to load rejects the call the boot build could not finish with OptionsError(wasm)', async () => {
+  const context = await browser.newContext();
+  try {
+    const url = `${servers.fault}/fail-first?key=boot-noload&n=5`;
+    const { page, release } = await heldPage(context, { url });
+    release((route) => route.fulfill({ status: 404, body: 'not here' }));
+    await page.waitForFunction(() => window.result !== undefined);
+    const { error } = await page.evaluate(() => window.result);
+    assert.deepEqual([error.name, error.option], ['OptionsError', 'wasm']);
+    assert.match(error.message, /stormguard_bg\.wasm failed with HTTP 404/);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a breaker another tab opens while the adopted call waits refuses its retry', async () => {
+  const context = await browser.newContext();
+  try {
+    const api = `${servers.fault}/fail-first?key=boot-open&n=100`;
+    // The boot attempt's answer held until the other tab has opened the key's breaker.
+    let hold;
+    const held = new Promise((r) => { hold = r; });
+    const { page, release, sent } = await heldPage(context, { url: api, hold: ['fail-first', held] });
+    release();
+    await page.evaluate(() => window.api.ready.then(() => undefined));
+    // Another tab of the origin: its failures open the key's breaker and it says so.
+    const other = await context.newPage();
+    await other.goto(`${servers.site}/tests/e2e/pages/boot.html`);
+    await other.waitForFunction(() => window.made === true);
+    await other.evaluate(() => window.api.ready.then(() => undefined));
+    await other.evaluate(async (u) => {
+      for (let i = 0; i < 10 && !window.api.breakers().some((b) => b.state === 'open'); i++) {
+        await window.call(u, { retry: { maxAttempts: 1 } });
+      }
+    }, api);
+    assert.equal(await other.evaluate(() => window.api.breakers()[0]?.state), 'open');
+    await page.waitForFunction(() => window.api.breakers().some((b) => b.state === 'open'));
+    const before = sent('boot-open');
+    hold();
+    await page.waitForFunction(() => window.result !== undefined);
+    const { error } = await page.evaluate(() => window.result);
+    assert.ok(['CircuitOpenError', 'HttpError'].includes(error.name), error.name);
+    assert.equal(sent('boot-open'), before, 'no retry went out');
+    const stats = await page.evaluate(() => window.api.stats());
+    assert.equal(stats.attempts, 1);
+  } finally {
+    await context.close();
+  }
+});
