@@ -2,20 +2,29 @@
 //! answered, hedges (`hedge: { afterMs, max }`: `max` over the whole call,
 //! every hedge an attempt toward `maxAttempts`).
 //!
-//! Why hedge: a slow answer is often one slow server or connection, and a
-//! second attempt sent after the usual answer time (a fixed `afterMs`, or
-//! the endpoint's observed p95) usually beats it. Why it cannot become a
-//! storm: a hedge is a retry for the budget (denied when the budget is
-//! spent), goes out only while the breaker is closed, only for calls that
-//! may be replayed (a method in `retry.methods` or an idempotency key), only
-//! into a concurrency slot that is free at once (never queued), never past a
+//! # Why hedge
+//!
+//! A slow answer is often one slow server or connection, and a second
+//! attempt sent after the usual answer time (a fixed `afterMs`, or the
+//! endpoint's observed p95) usually beats it.
+//!
+//! # Why it cannot become a storm
+//!
+//! A hedge is a retry for the budget (denied when the budget is spent),
+//! goes out only while the breaker is closed, only for calls that may be
+//! replayed (a method in `retry.methods` or an idempotency key), only into
+//! a concurrency slot that is free at once (never queued), never past a
 //! Retry-After hold or a rate limit's spacing, never after a leg was
 //! refused with a wait (that wait then holds every call of the key), and
-//! only within the deadline. The first attempt to answer in a way no other
-//! could improve on (a success, a status that is no failure, a parse error)
-//! wins, and the others are aborted through their AbortControllers; a
-//! failure while another attempt is still out is a breaker sample, and the
-//! round waits for the rest. Tested in `src/policy/guard.rs` (`hedge*`),
+//! only within the deadline.
+//!
+//! # Which attempt wins
+//!
+//! The first attempt to answer in a way no other could improve on (a
+//! success, a status that is no failure, a parse error) wins, and the
+//! others are aborted through their AbortControllers; a failure while
+//! another attempt is still out is a breaker sample, and the round waits
+//! for the rest. Tested in `src/policy/guard.rs` (`hedge*`),
 //! `tests/browser.rs` (`hedge_*`) and `tests/e2e/hedge.test.mjs`.
 
 use std::future::{poll_fn, Future};
