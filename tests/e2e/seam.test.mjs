@@ -4,7 +4,9 @@
 // something the other does not: a string enum's name a JS function returns
 // that the enum lacks (wasm-bindgen would hand Rust its invalid variant), an
 // IoFlag bit core.js sets that hooks.rs does not export, an event or error
-// name one side lists and the other not. No build, no server.
+// name one side lists and the other not, a name the engine hands out
+// (retryDenied, phase, breaker state) that index.d.ts does not type. No
+// build, no server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -114,4 +116,28 @@ test("every error name errors.rs hands out is a class of core.js's CLASSES", () 
   const defined = [...core.matchAll(/export const (\w+) = define\('(\w+)'/g)];
   assert.deepEqual(defined.filter(([, v, n]) => v !== n), [], 'a class whose variable and name differ');
   assert.deepEqual([...rust].filter((n) => !classes.includes(n)), [], 'names errors.rs gives that CLASSES lacks');
+});
+
+/** The names `impl <type>`'s `as_str` gives, in `rel`. */
+function asStr(rel, type) {
+  const text = read(rel);
+  const at = text.indexOf(`impl ${type} {`);
+  assert.ok(at >= 0, `${rel} has impl ${type}`);
+  const body = /pub fn as_str\(self\) -> &'static str \{([\s\S]*?)\n    \}/.exec(text.slice(at));
+  assert.ok(body, `${type}::as_str in ${rel}`);
+  return [...body[1].matchAll(/=> "([^"]+)"/g)].map((m) => m[1]);
+}
+
+/** The string literals of a TypeScript union. */
+const union = (text) => [...text.matchAll(/'([^']+)'/g)].map((m) => m[1]);
+
+test("the names the engine hands out are index.d.ts's: retryDenied, a timeout's phase, a breaker's state", () => {
+  const dts = read('pkg-template/index.d.ts');
+  const denied = /export type RetryDenied = ([^;]*);/.exec(dts);
+  assert.deepEqual(union(denied[1]).sort(), asStr('src/policy/classify.rs', 'RetryDenied').sort(), 'RetryDenied');
+  const phase = /readonly phase: ([^;]*);/.exec(dts);
+  assert.deepEqual(union(phase[1]).sort(), asStr('src/policy/guard.rs', 'Phase').sort(), "TimeoutError's phase");
+  const state = /\bstate: ('closed'[^;]*);/.exec(dts);
+  assert.ok(state, "index.d.ts has a breaker's state");
+  assert.deepEqual(union(state[1]).sort(), asStr('src/policy/breaker.rs', 'State').sort(), "a breaker's state");
 });
