@@ -171,10 +171,9 @@ impl Client {
                 ));
             }
             let cfg = self.builder.cfg.extend_members(&read_client(&r)?)?;
-            let transport = match r.value("fetch")? {
-                Some(_) => Some(Transport::read(&r, Some(self.engine.transport()))?),
-                None => None,
-            };
+            // Its own `fetch` option, else its parent's transport.
+            let transport = Transport::option(&r)?
+                .map(|f| Transport::new(Some(f), Some(self.engine.transport())));
             let layer = Layer::new(Some(self.builder.layer.clone()), transport);
             if let Some(io) = io {
                 layer.set_io(io);
@@ -266,7 +265,7 @@ impl Client {
 
     fn build(options: &JsValue, original: Option<JsValue>) -> Result<Client, OptionsError> {
         let r = Reader::new(options, "options")?;
-        let mut transport = Transport::read(&r, None)?;
+        let mut transport = Transport::new(Transport::option(&r)?, None);
         if let Some(original) = original {
             transport.created_over(original);
         }

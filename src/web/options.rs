@@ -177,9 +177,19 @@ impl<'a> Reader<'a> {
         &self,
         k: &'static str,
     ) -> Result<Vec<(String, Option<String>)>, OptionsError> {
-        let Some(v) = self.value(k)? else {
-            return Ok(Vec::new());
-        };
+        match self.value(k)? {
+            Some(v) => self.record(k, &v),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The member `k`'s value `v` (read already) as a record (see
+    /// [`Reader::string_record`]).
+    pub fn record(
+        &self,
+        k: &'static str,
+        v: &JsValue,
+    ) -> Result<Vec<(String, Option<String>)>, OptionsError> {
         if !v.is_object() || v.is_function() {
             return Err(OptionsError::new(
                 &join(self.prefix, k),
@@ -187,7 +197,7 @@ impl<'a> Reader<'a> {
             ));
         }
         let entries =
-            pairs(&v).map_err(|_| OptionsError::new(&join(self.prefix, k), "could not be read"))?;
+            pairs(v).map_err(|_| OptionsError::new(&join(self.prefix, k), "could not be read"))?;
         let mut out = Vec::with_capacity(entries.length() as usize);
         for pair in entries.iter() {
             match pair_of(&pair).map(|(n, v)| (n.as_string(), v)) {

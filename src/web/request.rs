@@ -478,10 +478,10 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
 /// The client's `headers` when not a function (a function runs before
 /// every attempt, in the wrapper's `Io`).
 fn static_headers(r: &Reader) -> Result<Vec<(String, Option<String>)>> {
-    if r.value("headers")?.is_some_and(|v| v.is_function()) {
-        return Ok(Vec::new());
-    }
-    let headers = r.string_record("headers")?;
+    let headers = match r.value("headers")? {
+        Some(v) if !v.is_function() => r.record("headers", &v)?,
+        _ => return Ok(Vec::new()),
+    };
     check_headers(&headers, "headers")?;
     Ok(headers)
 }

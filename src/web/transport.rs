@@ -41,23 +41,27 @@ pub struct Transport {
 }
 
 impl Transport {
-    /// The `fetch` client option (a function, or absent), for a root client
-    /// (`family` None) or one derived from the client whose transport is
-    /// `family`.
-    pub fn read(r: &Reader, family: Option<&Transport>) -> Result<Transport, OptionsError> {
-        let custom = match r.value("fetch")? {
-            None => None,
-            Some(f) => Some(
-                f.dyn_into()
-                    .map_err(|_| OptionsError::new("fetch", "must be a function"))?,
-            ),
-        };
-        Ok(Transport {
+    /// The `fetch` client option: a function, or absent.
+    pub fn option(r: &Reader) -> Result<Option<js_sys::Function>, OptionsError> {
+        match r.value("fetch")? {
+            None => Ok(None),
+            Some(f) => f
+                .dyn_into()
+                .map(Some)
+                .map_err(|_| OptionsError::new("fetch", "must be a function")),
+        }
+    }
+
+    /// To the `fetch` option `custom` (else the global fetch), for a root
+    /// client (`family` None) or one derived from the client whose
+    /// transport is `family`.
+    pub fn new(custom: Option<js_sys::Function>, family: Option<&Transport>) -> Transport {
+        Transport {
             custom,
             original: current_fetch(),
             sent: family.map_or_else(js_sys::WeakSet::new, |t| t.sent.clone()),
             id: js_sys::Object::new(),
-        })
+        }
     }
 
     /// Its attempts go to the user's `fetch` option.

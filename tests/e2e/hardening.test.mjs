@@ -151,6 +151,20 @@ test('call options: each read once, inherited members and getters count, a throw
   client.close();
 });
 
+test('client options: createClient() and extend() read fetch once, and headers once in the engine', async () => {
+  // (The wrapper's Io reads `headers` once more, to know a headers function from static headers.)
+  const count = (reads, k) => reads.filter((r) => r === k).length;
+  const root = logged({ headers: { 'x-a': '1' }, fetch: (r) => fetch(r) });
+  const client = await createClient(root.proxy);
+  assert.deepEqual([count(root.reads, 'fetch'), count(root.reads, 'headers')], [1, 2], `${root.reads}`);
+  const child = logged({ headers: { 'x-b': '1' }, fetch: (r) => fetch(r) });
+  const derived = client.extend(child.proxy);
+  assert.deepEqual([count(child.reads, 'fetch'), count(child.reads, 'headers')], [1, 2], `${child.reads}`);
+  const body = await derived.request(`${server.url}/echo?id=client-reads`);
+  assert.deepEqual([body.headers['x-a'], body.headers['x-b']], ['1', '1']);
+  client.close();
+});
+
 test('on(): an event name of any type is an OptionsError, never a trap; on()/off() pairs leave memory flat', async () => {
   const client = await createClient();
   for (const name of [123, {}, Symbol('s'), undefined, null, ['attempt'], 'nope']) {
