@@ -167,9 +167,8 @@ pub const fn any(key: &'static str, kind: Kind) -> Opt {
 /// checked) and a struct with one field per row (`Members<T>`), from one
 /// list: a config reads `m.ratio`, never a position, so a row cannot be
 /// missed or two rows of one type swapped, and a count that does not match
-/// is found where the members are named ([`Members::of`]). Each field is
-/// its row's key in snake_case (`options.rs`'s test
-/// `fields_follow_their_tables`).
+/// is found where the members are named (`of`). Each field is its row's
+/// key in snake_case (test `fields_follow_their_tables`, options/tests.rs).
 macro_rules! table {
     ($(#[$doc:meta])* $table:ident, $members:ident { $($field:ident: $opt:expr,)* }) => {
         $(#[$doc])*
