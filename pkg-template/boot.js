@@ -3,7 +3,7 @@
 // fetch, aborts at the attempt's time or the caller's signal). Its module is small and travels inlined
 // in stormguard_boot.js, so the first request leaves as soon as the app's code runs, while the engine
 // still downloads. A 2xx the call needs nothing else for is the call's answer at once; any other end
-// is handed to the engine, which adopts the attempt as the call's first (src/web/adopt.rs) and goes on
+// is handed to the engine, which adopts the attempt as the call's first (src/web/driver/adopt.rs) and goes on
 // as it would have (attempt 2 next, the same deadline). Either way the engine gets its sample.
 //
 // Only calls whose first request the boot build sends exactly as the engine would: request(), a client

@@ -10,6 +10,11 @@
 //!   simulation.
 //! * `web` (wasm32 only) — the thin boundary that drives the browser's
 //!   `fetch` and `AbortController` and turns policy decisions into promises.
+//!
+//! The same crate built with the cargo feature `boot` is the boot build
+//! (`boot.rs`, without `web`): it sends the first attempt of a call made
+//! before the engine is in, which the engine then adopts
+//! (`web/driver/adopt.rs`).
 #![cfg_attr(
     test,
     allow(
