@@ -590,6 +590,25 @@ impl Breakers {
         held.then_some(run.id)
     }
 
+    /// `key` failed together with others in its origin's current run (a
+    /// burst, or one that may become one).
+    pub fn in_run(&self, key: &str) -> bool {
+        let Some(run) = origin_of(key).and_then(|o| self.origins.current(o)) else {
+            return false;
+        };
+        find(&self.circuits, key)
+            .ok()
+            .and_then(|i| self.circuits.get(i))
+            .is_some_and(|(_, c, _)| c.state == State::Closed && c.run.together_in(&run))
+    }
+
+    /// A retry of `key` the budget denied may go by its origin's ramp
+    /// (`Some(true)`, counted), must wait for it (`Some(false)`), or has no
+    /// ramp to go by (None): see `origin.rs`, [`Ramp`](origin::Ramp).
+    pub fn ramp_take(&mut self, key: &str) -> Option<bool> {
+        self.origins.ramp_take(origin_of(key)?)
+    }
+
     /// Where `key`'s calls stand with its origin's burst; None when `key`
     /// is not held (its calls ask `acquire` as any).
     pub fn burst(&mut self, key: &str, now_ms: f64) -> Option<Burst> {
@@ -690,7 +709,8 @@ impl Breakers {
                 }
             }
             Sample::Success => {
-                if let Some(ended) = self.origins.success(origin) {
+                let n = self.cfg.consecutive_failures.unwrap_or(u32::MAX);
+                if let Some(ended) = self.origins.success(origin, n) {
                     wake = ended.id;
                 }
             }

@@ -123,6 +123,13 @@ impl RetryBudget {
         allowed
     }
 
+    /// Records a retry the budget did not grant (one a burst's ramp
+    /// released, `guard/burst.rs`): later retries in its window see it.
+    pub fn charge(&mut self, now_ms: f64) {
+        self.ring
+            .add(now_ms, |c| c.retries = c.retries.saturating_add(1));
+    }
+
     /// Hands back the retry granted at `at_ms` that was not made after all
     /// (a `beforeRetry` hook stopped it), while its bucket is in the window.
     pub fn give_back(&mut self, at_ms: f64) {

@@ -11,10 +11,12 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit};
 
 use super::cancel::Cancel;
 use super::convert::{get, Obj};
-use super::errors::CallError;
+use super::errors::{CallError, ErrorKind};
 use super::hooks::{flag, Io};
 use super::layer::Layer;
+use crate::policy::classify::RetryDenied;
 use crate::policy::credentials::Credentials;
+use crate::policy::guard::Phase;
 use crate::policy::guard::Spec;
 
 pub use crate::policy::call_options::ResponseType;
@@ -185,6 +187,28 @@ impl Call {
 pub enum Halt {
     Error(CallError),
     OutOfTime,
+    /// A retry the budget denied after all (`Stop::Budget`): the call
+    /// ends with the failure it was planned after.
+    Denied,
+}
+
+impl Halt {
+    /// The call's error: a deadline or a budget denial ends it with the
+    /// failure its last retry was planned after (`last`), when there was
+    /// one, else with a TimeoutError.
+    pub fn ended(self, last: Option<CallError>) -> CallError {
+        let why = match self {
+            Halt::Error(e) => return e,
+            Halt::OutOfTime => RetryDenied::Deadline,
+            Halt::Denied => RetryDenied::Budget,
+        };
+        match last {
+            Some(e) => e.denied(why),
+            None => CallError::new(ErrorKind::Timeout {
+                phase: Phase::Deadline,
+            }),
+        }
+    }
 }
 
 impl From<CallError> for Halt {

@@ -34,13 +34,12 @@ use super::cancel::CancelReason;
 use super::crosstab::ProbeLock;
 use super::dedupe::{Flight, Lead, Waiter};
 use super::engine::Engine;
-use super::errors::{CallError, ErrorKind};
+use super::errors::CallError;
 use super::fetch::{self, AttemptEnd, Decided};
 use super::host::{is_offline, now_ms};
 use super::runtime::{Apart, Wake};
 use crate::policy::breaker::Permit;
-use crate::policy::classify::RetryDenied;
-use crate::policy::guard::{Attempt, CallState, Guard, Phase, Verdict};
+use crate::policy::guard::{Attempt, CallState, Guard, Verdict};
 use crate::policy::href::described;
 
 /// Runs a call to its end as its caller sees it: refused once the
@@ -192,14 +191,7 @@ impl<'a> Drive<'a> {
             let (Decided { end, send, quota }, _probe_lock) = match Apart(self.next_round()).await {
                 Ok(round) => round,
                 Err(Halt::Error(e)) => return Err(e),
-                Err(Halt::OutOfTime) => {
-                    return Err(match last {
-                        Some(e) => e.denied(RetryDenied::Deadline),
-                        None => CallError::new(ErrorKind::Timeout {
-                            phase: Phase::Deadline,
-                        }),
-                    })
-                }
+                Err(halt) => return Err(halt.ended(last)),
             };
             let end = match Apart(self.after_401(end, &send, quota.as_ref())).await {
                 Step::Settle(end) => end,

@@ -104,10 +104,23 @@ pub(super) struct InRun {
     pub first: bool,
 }
 
+/// After a burst's probe succeeded, the retries of the burst that the
+/// budget denied go in a slow start gated on the origin's successes (see
+/// `guard/burst.rs`): one, then two more for each success, the first
+/// failure at the origin stops it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Ramp {
+    pub released: u32,
+    pub successes: u32,
+}
+
 #[derive(Debug, Clone, Default)]
 pub(super) struct Origins {
     /// (origin, its run, when it last failed)
     runs: Vec<(String, Run, u64)>,
+    /// (origin, its ramp), at most [`MAX_ORIGINS`]: a failure at the
+    /// origin ends its ramp.
+    ramps: Vec<(String, Ramp)>,
     last_id: u64,
     tick: u64,
 }
@@ -126,6 +139,7 @@ impl Origins {
         let together = self.tick > key.sent;
         self.tick += 1;
         let tick = self.tick;
+        self.ramps.retain(|(o, _)| o != origin);
         let i = match self.runs.iter().position(|(o, ..)| o == origin) {
             Some(i) => i,
             None => {
@@ -177,9 +191,36 @@ impl Origins {
     }
 
     /// A success at `origin` ends its run: the run ended, if any.
-    pub fn success(&mut self, origin: &str) -> Option<Run> {
-        let i = self.runs.iter().position(|(o, ..)| o == origin)?;
-        Some(self.runs.swap_remove(i).1)
+    /// The end of a run that was a burst (`n`: see [`Run::correlated`])
+    /// starts the origin's ramp afresh; a success counts in it.
+    pub fn success(&mut self, origin: &str, n: u32) -> Option<Run> {
+        let Some(i) = self.runs.iter().position(|(o, ..)| o == origin) else {
+            if let Some((_, r)) = self.ramps.iter_mut().find(|(o, _)| o == origin) {
+                r.successes = r.successes.saturating_add(1);
+            }
+            return None;
+        };
+        let ended = self.runs.swap_remove(i).1;
+        self.ramps.retain(|(o, _)| o != origin);
+        if ended.correlated(n) {
+            if self.ramps.len() >= MAX_ORIGINS {
+                self.ramps.remove(0);
+            }
+            self.ramps.push((origin.to_owned(), Ramp::default()));
+        }
+        Some(ended)
+    }
+
+    /// A retry may go by the origin's ramp (then it counts as released):
+    /// fewer than `1 + 2 * successes` released so far. None: no ramp (no
+    /// probe succeeded since the last failure).
+    pub fn ramp_take(&mut self, origin: &str) -> Option<bool> {
+        let (_, r) = self.ramps.iter_mut().find(|(o, _)| o == origin)?;
+        let open = r.released < r.successes.saturating_mul(2).saturating_add(1);
+        if open {
+            r.released += 1;
+        }
+        Some(open)
     }
 
     /// The run `id`, while it lasts.
@@ -289,7 +330,7 @@ mod tests {
         let r = o.failure("https://x", &mut c);
         assert_eq!((r.failures, r.keys, r.repeated), (6, 2, 2));
         assert!(r.correlated(3) && r.correlated(6) && !r.correlated(7));
-        assert_eq!(o.success("https://x").map(|r| r.id), Some(a.id));
+        assert_eq!(o.success("https://x", 2).map(|r| r.id), Some(a.id));
         assert_eq!(o.current("https://x"), None);
         // A new run.
         send(&o, &mut a);

@@ -159,20 +159,31 @@ impl Guard {
         };
         let typical = c.backoff.clone().delay(input.attempts_made, 0.5);
         let planned = plan_retry(&c.retry, &mut c.backoff, &input, rand01);
+        let mut held = false;
         if let (Ok(_), Sample::Failure, Some(b)) = (planned, s, self.breakers.as_mut()) {
             // If the key is held by its origin's burst, the origin's next
             // probe goes when this retry typically would.
             b.schedule_probe(key, now, typical);
+            held = b.in_run(key);
         }
+        c.unbudgeted = None;
         match planned {
-            Ok(_) if !self.budget_allows(now) => Verdict::Fail {
-                denied: RetryDenied::Budget,
-            },
-            Ok(delay_ms) => {
+            Ok(delay_ms) if self.budget_allows(now) => {
                 self.stats.retries += 1;
                 c.granted_at = Some(now);
                 Verdict::Retry { delay_ms }
             }
+            // Failed together with others of its origin (a burst, or one
+            // forming), the retry the budget denies waits with them: it
+            // goes only by the ramp of the origin's successes after the
+            // burst's probe succeeded (`burst.rs`).
+            Ok(delay_ms) if held => {
+                c.unbudgeted = Some(now + delay_ms);
+                Verdict::Retry { delay_ms }
+            }
+            Ok(_) => Verdict::Fail {
+                denied: RetryDenied::Budget,
+            },
             Err(denied) => Verdict::Fail { denied },
         }
     }

@@ -114,6 +114,7 @@ impl Drive<'_> {
                     (gate, self.c.deadline.remaining(now_ms()), None, Some(id))
                 }
                 Admission::Stop(Stop::Deadline) => return Err(Halt::OutOfTime),
+                Admission::Stop(Stop::Budget) => return Err(Halt::Denied),
                 Admission::Stop(Stop::Offline) => return Err(offline_error(None).into()),
                 Admission::Stop(Stop::CircuitOpen { retry_in_ms }) => {
                     return Err(circuit_open(call, retry_in_ms).into())
