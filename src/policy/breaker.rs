@@ -591,11 +591,16 @@ impl Breakers {
     }
 
     /// `key` failed together with others in its origin's current run (a
-    /// burst, or one that may become one).
+    /// burst, or one that may become one) and the run lost no probe (past
+    /// a failed probe, an outage's tail, a retry the budget denies stays
+    /// denied).
     pub fn in_run(&self, key: &str) -> bool {
         let Some(run) = origin_of(key).and_then(|o| self.origins.current(o)) else {
             return false;
         };
+        if run.lost > 0 {
+            return false;
+        }
         find(&self.circuits, key)
             .ok()
             .and_then(|i| self.circuits.get(i))

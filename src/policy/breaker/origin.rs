@@ -192,7 +192,9 @@ impl Origins {
 
     /// A success at `origin` ends its run: the run ended, if any.
     /// The end of a run that was a burst (`n`: see [`Run::correlated`])
-    /// starts the origin's ramp afresh; a success counts in it.
+    /// and lost no probe (a blip: its first probe succeeded) starts the
+    /// origin's ramp afresh; a success counts in it. A run that lost a
+    /// probe (the tail of an outage) opens none.
     pub fn success(&mut self, origin: &str, n: u32) -> Option<Run> {
         let Some(i) = self.runs.iter().position(|(o, ..)| o == origin) else {
             if let Some((_, r)) = self.ramps.iter_mut().find(|(o, _)| o == origin) {
@@ -202,7 +204,7 @@ impl Origins {
         };
         let ended = self.runs.swap_remove(i).1;
         self.ramps.retain(|(o, _)| o != origin);
-        if ended.correlated(n) {
+        if ended.correlated(n) && ended.lost == 0 {
             if self.ramps.len() >= MAX_ORIGINS {
                 self.ramps.remove(0);
             }
@@ -337,6 +339,37 @@ mod tests {
         let r = o.failure("https://x", &mut a);
         assert_ne!(r.id, b.id, "a new run");
         assert_eq!((a.id, a.failures), (r.id, 0));
+    }
+
+    /// A burst of three keys, all out together, failing together.
+    fn burst(o: &mut Origins) {
+        let mut keys = [InRun::default(); 3];
+        for k in keys.iter_mut() {
+            send(o, k);
+        }
+        for k in keys.iter_mut() {
+            o.failure("https://x", k);
+        }
+        assert!(o.current("https://x").unwrap().correlated(2));
+    }
+
+    #[test]
+    fn a_burst_whose_probe_succeeded_first_opens_a_ramp_one_that_lost_a_probe_none() {
+        // A blip: the burst's first probe succeeds.
+        let mut o = Origins::default();
+        burst(&mut o);
+        assert!(o.success("https://x", 2).is_some());
+        assert_eq!(o.ramp_take("https://x"), Some(true));
+        assert_eq!(o.ramp_take("https://x"), Some(false));
+        // The tail of an outage: a probe failed once, the next succeeds.
+        let mut o = Origins::default();
+        burst(&mut o);
+        let run = o.current("https://x").unwrap();
+        o.by_id(run.id).unwrap().lost = 1;
+        assert_eq!(o.success("https://x", 2).map(|r| r.id), Some(run.id));
+        assert_eq!(o.ramp_take("https://x"), None);
+        o.success("https://x", 2);
+        assert_eq!(o.ramp_take("https://x"), None, "later successes open none");
     }
 
     #[test]

@@ -53,6 +53,12 @@ impl Guard {
                 announce: false,
             });
         };
+        if c.unbudgeted.is_some() && burst.lost > 0 {
+            // The burst lost a probe (an outage, no blip): no ramp will
+            // open, the budget's denial stands.
+            c.burst = None;
+            return Some(Admission::Stop(Stop::Budget));
+        }
         let seen = match c.burst {
             Some((run, seen)) if run == burst.run => seen,
             _ => burst.lost,
@@ -270,6 +276,56 @@ mod tests {
             );
             assert_eq!(calls[i].attempts(), 1);
         }
+    }
+
+    #[test]
+    fn a_burst_whose_probe_failed_opens_no_ramp_and_the_budgets_denial_stands() {
+        // The tail of an outage: the burst's first probe fails. The
+        // retries the budget denied end at once, denied, nothing sent;
+        // the next probe's success opens no ramp.
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut calls = page(&mut g, &cc);
+        let t = 1005.0;
+        let Admission::Go(Some(Permit::Origin)) = g.admit(&mut calls[0], t, false, 0.5) else {
+            panic!("no origin probe")
+        };
+        assert_eq!(g.acquire_slot(), Acquire::Granted);
+        let probe = g.begin(&mut calls[0], Some(Permit::Origin), t).unwrap();
+        for c in calls.iter_mut().skip(1) {
+            assert!(matches!(
+                g.admit(c, t, false, 0.5),
+                Admission::AwaitProbe(_)
+            ));
+        }
+        assert!(matches!(
+            settle(&mut g, &mut calls[0], &probe, UNAVAILABLE, t + 10.0),
+            Verdict::Fail { .. } | Verdict::Retry { .. }
+        ));
+        g.drain_released();
+        for i in [3, 4, 5] {
+            assert_eq!(
+                g.admit(&mut calls[i], t + 20.0, false, 0.5),
+                Admission::Stop(Stop::Budget),
+                "call {i}"
+            );
+            assert_eq!(calls[i].attempts(), 1);
+        }
+        // The next probe succeeds: the run ends with no ramp.
+        let t = t + 3000.0;
+        let a = g.admit(&mut calls[1], t, false, 0.5);
+        let Admission::Go(permit @ Some(_)) = a else {
+            panic!("no second probe: {a:?}")
+        };
+        assert_eq!(g.acquire_slot(), Acquire::Granted);
+        let probe = g.begin(&mut calls[1], permit, t).unwrap();
+        assert_eq!(
+            settle(&mut g, &mut calls[1], &probe, Ended::Success, t + 10.0),
+            Verdict::End
+        );
+        let b = g.breakers.as_mut().unwrap();
+        assert_eq!(b.ramp_take(&calls[3].spec.key), None);
     }
 
     #[test]
