@@ -142,6 +142,13 @@ impl CallState<'_> {
         self.attempts
     }
 
+    /// Its retry planned last was denied by the budget and waits with its
+    /// origin's burst (see `burst.rs`): it may yet end denied
+    /// ([`Stop::Budget`]).
+    pub fn unbudgeted(&self) -> bool {
+        self.unbudgeted.is_some()
+    }
+
     /// Attempts counted against `maxAttempts`: not a 401's replay, and
     /// the probes lost while held (see `burst.rs`).
     fn spent(&self) -> u32 {

@@ -186,9 +186,21 @@ impl<'a> Drive<'a> {
         // the retry can start (a timer that fired late), the call ends with
         // it, as the planner would have, not with a bare TimeoutError.
         let mut last: Option<CallError> = None;
+        // fetch(): the Response a retry the budget denied was planned
+        // after, kept while that retry waits with its origin's burst: if
+        // the denial stands after all (Stop::Budget), the call resolves
+        // with it, as it would have at once.
+        let mut kept: Option<JsValue> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
-            let (Decided { end, send, quota }, _probe_lock) = match Apart(self.next_round()).await {
+            let round = Apart(self.next_round()).await;
+            if let Some(resp) = kept.take() {
+                if matches!(round, Err(Halt::Denied)) {
+                    return Ok(resp);
+                }
+                fetch::discard(&resp);
+            }
+            let (Decided { end, send, quota }, _probe_lock) = match round {
                 Ok(round) => round,
                 Err(Halt::Error(e)) => return Err(e),
                 Err(halt) => return Err(halt.ended(last)),
@@ -232,8 +244,13 @@ impl<'a> Drive<'a> {
                     };
                 }
             };
-            if let Some(resp) = &response {
-                fetch::discard(resp);
+            // fetch() resolves with a final Response, never rejects with an
+            // HttpError: its deadline stays a TimeoutError.
+            let http_from_fetch = call.mode.is_fetch() && response.is_some();
+            match response {
+                Some(resp) if call.mode.is_fetch() && self.c.unbudgeted() => kept = Some(resp),
+                Some(resp) => fetch::discard(&resp),
+                None => {}
             }
             self.engine
                 .events()
@@ -242,11 +259,9 @@ impl<'a> Drive<'a> {
                     o.outcome.status = err.status();
                     o.outcome.error_name = Some(err.name());
                 });
-            // fetch() resolves with a final Response, never rejects with an
-            // HttpError: its deadline stays a TimeoutError.
-            let http_from_fetch = call.mode.is_fetch() && response.is_some();
             last = (!http_from_fetch).then_some(err);
             if call.cancel.sleep(delay).await == Wake::Cancelled {
+                kept.take().inspect(fetch::discard);
                 return Err(call.cancel.abort_error());
             }
         }

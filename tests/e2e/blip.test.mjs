@@ -96,3 +96,26 @@ test('a burst in an outage: only the origin\'s probes follow it, and its calls e
     assert.equal(x.other, true, where);
   }
 });
+
+test('fetch(): a retry the budget denied that waited with a burst whose probe failed resolves with its Response', async () => {
+  // A fresh client's page load against endpoints that stay down, the default budget (3 retries for
+  // 6 calls): the 3 retries it denies wait with the burst; its probe fails (an outage), so their
+  // denial stands. fetch() resolves with the last Response as with any denial (it ended in a
+  // TimeoutError, with no error saved), request() rejects with the HttpError, retryDenied 'budget'.
+  globalThis.stormguard = node;
+  const options = { retry: { jitter: 'equal' }, breaker: { consecutiveFailures: 3 }, crossTab: false };
+  const paths = ['/status/500', '/status/502', '/status/503'];
+  const page = (call, id) => Promise.all(paths.flatMap((p) => [1, 2].map((n) => call(`${servers.fault}${p}?id=${id}&n=${n}`))));
+  const viaFetch = await node.createClient(options);
+  const fetched = await page((url) => viaFetch.fetch(url).then((r) => r.status, (e) => `${e.name}:${e.cause?.name}`), 'blip-denied-fetch');
+  // The ones the budget denied resolve with their 5xx; the burst's others end on their attempts
+  // behind the failed probes (TypeError, cause CircuitOpenError) or with their own last Response.
+  assert.ok(fetched.every((x) => x >= 500 || x === 'TypeError:CircuitOpenError'), `${fetched}`);
+  assert.ok(fetched.filter((x) => x >= 500).length >= 3, `${fetched}`);
+  const viaRequest = await node.createClient(options);
+  const requested = await page(
+    (url) => viaRequest.request(url).then(() => 'ok', (e) => `${e.name}:${e.retryDenied ?? ''}`),
+    'blip-denied-request',
+  );
+  assert.ok(requested.filter((e) => e === 'HttpError:budget').length >= 3, `${requested}`);
+});
