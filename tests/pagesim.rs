@@ -549,11 +549,12 @@ fn figures() {
     }
 }
 
-/// Issue 42's targets that the rules meet today, in virtual time: what a
-/// change to the burst rules must not lose (the blip's success >= no
-/// library's, its p95 page time within 2 s of ky's; the page-load
-/// outage's peak <= 1.5x, amplification <= 1.35, success >= none's - 1
-/// point; the brownout's success >= none's).
+/// Issue 42's targets that the rules meet, in virtual time: what a change
+/// to the burst rules must not lose (the blip's success: at least no
+/// library's, 99 % at 100 ms and 300 ms; its p95 page time within 2 s of
+/// ky's; the page-load outage's peak at most 1.5x, amplification 1.35,
+/// success no library's less 1 point; the brownout's success at least no
+/// library's).
 #[test]
 fn page_loads_keep_the_targets_met() {
     for len in [100.0, 300.0, 1000.0] {
@@ -570,6 +571,11 @@ fn page_loads_keep_the_targets_met() {
             "blip {len} ms: p95 page {} ms against ky's {ky_p95}",
             f.p95_page_ms
         );
+        // Issue 42: >= 99 % at 100 ms and 300 ms (82 and 68 % while the
+        // budget's denials ended the calls at once).
+        if len < 1000.0 {
+            assert!(f.success >= 0.99, "blip {len} ms: {} %", f.success * 100.0);
+        }
     }
     for fault in [3000.0, 10_000.0] {
         let f = page_load(fault, 0, SEED, false);

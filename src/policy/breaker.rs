@@ -607,11 +607,11 @@ impl Breakers {
             .is_some_and(|(_, c, _)| c.state == State::Closed && c.run.together_in(&run))
     }
 
-    /// A retry of `key` the budget denied may go by its origin's ramp
-    /// (`Some(true)`, counted), must wait for it (`Some(false)`), or has no
-    /// ramp to go by (None): see `origin.rs`, [`Ramp`](origin::Ramp).
-    pub fn ramp_take(&mut self, key: &str) -> Option<bool> {
-        self.origins.ramp_take(origin_of(key)?)
+    /// A retry of `key` the budget denied may go: its origin's blip is
+    /// over (a burst's first probe succeeded) and nothing failed there
+    /// since (see `origin.rs`, [`Origins::released`](origin::Origins::released)).
+    pub fn released(&self, key: &str) -> bool {
+        origin_of(key).is_some_and(|o| self.origins.released(o))
     }
 
     /// Where `key`'s calls stand with its origin's burst; None when `key`

@@ -123,7 +123,7 @@ impl RetryBudget {
         allowed
     }
 
-    /// Records a retry the budget did not grant (one a burst's ramp
+    /// Records a retry the budget did not grant (one a blip
     /// released, `guard/burst.rs`): later retries in its window see it.
     pub fn charge(&mut self, now_ms: f64) {
         self.ring

@@ -112,10 +112,13 @@ pub struct CallState<'a> {
     /// The burst it is held by, and that run's failed probes it counted.
     burst: Option<(u64, u32)>,
     /// Its retry planned last was denied by the budget while its key had
-    /// failed together with others (due at this time): it goes only by
-    /// the ramp of the burst's successes, or as the probe if the budget
-    /// allows by then (see `burst.rs`).
+    /// failed together with others (due at this time): it goes only after
+    /// a blip (the burst's first probe succeeded, nothing failed since), or
+    /// as the probe if the budget allows by then (see `burst.rs`).
     unbudgeted: Option<f64>,
+    /// It waited its release from a burst for its retry planned last (see
+    /// `burst.rs`).
+    spread: bool,
     /// When the retry budget granted the retry last planned, until that
     /// retry goes out (given back if the call ends first,
     /// [`Guard::retry_unsent`]).
@@ -216,7 +219,7 @@ pub enum Stop {
     /// not wait for the probe), or a hold (Retry-After, a spent quota)
     /// beyond what the call may wait: CircuitOpenError.
     CircuitOpen { retry_in_ms: f64 },
-    /// A retry the budget denied found no ramp to go by (see `burst.rs`):
+    /// A retry the budget denied was released by no blip (see `burst.rs`):
     /// the call ends with the failure it was planned after
     /// (`retryDenied: 'budget'`).
     Budget,
@@ -408,6 +411,7 @@ impl Guard {
             lost: 0,
             burst: None,
             unbudgeted: None,
+            spread: false,
             granted_at: None,
             told: None,
             who: Credentials::NONE,

@@ -186,19 +186,13 @@ impl<'a> Drive<'a> {
         // the retry can start (a timer that fired late), the call ends with
         // it, as the planner would have, not with a bare TimeoutError.
         let mut last: Option<CallError> = None;
-        // fetch(): the Response a retry the budget denied was planned
-        // after, kept while that retry waits with its origin's burst: if
-        // the denial stands after all (Stop::Budget), the call resolves
-        // with it, as it would have at once.
+        // fetch(): the Response a denied retry was planned after ([`Drive::kept`]).
         let mut kept: Option<JsValue> = None;
         loop {
             // The probe lock, if any, is held until the round ends.
             let round = Apart(self.next_round()).await;
-            if let Some(resp) = kept.take() {
-                if matches!(round, Err(Halt::Denied)) {
-                    return Ok(resp);
-                }
-                fetch::discard(&resp);
+            if let Some(resp) = kept_if_denied(kept.take(), &round) {
+                return Ok(resp);
             }
             let (Decided { end, send, quota }, _probe_lock) = match round {
                 Ok(round) => round,
@@ -247,11 +241,7 @@ impl<'a> Drive<'a> {
             // fetch() resolves with a final Response, never rejects with an
             // HttpError: its deadline stays a TimeoutError.
             let http_from_fetch = call.mode.is_fetch() && response.is_some();
-            match response {
-                Some(resp) if call.mode.is_fetch() && self.c.unbudgeted() => kept = Some(resp),
-                Some(resp) => fetch::discard(&resp),
-                None => {}
-            }
+            kept = self.kept(response);
             self.engine
                 .events()
                 .emit_call("retry", call, send.attempt, &|o| {
@@ -265,6 +255,19 @@ impl<'a> Drive<'a> {
                 return Err(call.cancel.abort_error());
             }
         }
+    }
+
+    /// fetch(): the Response a retry the budget denied was planned after,
+    /// kept while that retry waits with its origin's burst: if the denial
+    /// stands after all (`Stop::Budget`), the call resolves with it, as it
+    /// would have at once. Any other is discarded.
+    fn kept(&self, response: Option<JsValue>) -> Option<JsValue> {
+        let resp = response?;
+        if self.call.mode.is_fetch() && self.c.unbudgeted() {
+            return Some(resp);
+        }
+        fetch::discard(&resp);
+        None
     }
 
     /// Settles what the attempt sends (the client's header functions,
@@ -300,4 +303,15 @@ impl<'a> Drive<'a> {
     fn give_back(&mut self, permit: Option<Permit>) {
         self.decide(|g, c| g.abandon(c, permit, now_ms()));
     }
+}
+
+/// The Response [`Drive::kept`] kept, if the retry's denial stood; else it
+/// is discarded.
+fn kept_if_denied<T>(kept: Option<JsValue>, admitted: &Result<T, Halt>) -> Option<JsValue> {
+    let resp = kept?;
+    if matches!(admitted, Err(Halt::Denied)) {
+        return Some(resp);
+    }
+    fetch::discard(&resp);
+    None
 }

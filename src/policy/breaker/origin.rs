@@ -104,23 +104,14 @@ pub(super) struct InRun {
     pub first: bool,
 }
 
-/// After a burst's probe succeeded, the retries of the burst that the
-/// budget denied go in a slow start gated on the origin's successes (see
-/// `guard/burst.rs`): one, then two more for each success, the first
-/// failure at the origin stops it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Ramp {
-    pub released: u32,
-    pub successes: u32,
-}
-
 #[derive(Debug, Clone, Default)]
 pub(super) struct Origins {
     /// (origin, its run, when it last failed)
     runs: Vec<(String, Run, u64)>,
-    /// (origin, its ramp), at most [`MAX_ORIGINS`]: a failure at the
-    /// origin ends its ramp.
-    ramps: Vec<(String, Ramp)>,
+    /// Origins whose blip is over (a burst's first probe succeeded): the
+    /// burst's retries the budget denied may go (see `guard/burst.rs`)
+    /// until the origin's next failure. At most [`MAX_ORIGINS`].
+    released: Vec<String>,
     last_id: u64,
     tick: u64,
 }
@@ -139,7 +130,7 @@ impl Origins {
         let together = self.tick > key.sent;
         self.tick += 1;
         let tick = self.tick;
-        self.ramps.retain(|(o, _)| o != origin);
+        self.released.retain(|o| o != origin);
         let i = match self.runs.iter().position(|(o, ..)| o == origin) {
             Some(i) => i,
             None => {
@@ -192,37 +183,26 @@ impl Origins {
 
     /// A success at `origin` ends its run: the run ended, if any.
     /// The end of a run that was a burst (`n`: see [`Run::correlated`])
-    /// and lost no probe (a blip: its first probe succeeded) starts the
-    /// origin's ramp afresh; a success counts in it. A run that lost a
-    /// probe (the tail of an outage) opens none.
+    /// and lost no probe (a blip: its first probe succeeded) releases the
+    /// burst's retries the budget denied, until the origin's next failure.
+    /// A run that lost a probe (the tail of an outage) releases none.
     pub fn success(&mut self, origin: &str, n: u32) -> Option<Run> {
-        let Some(i) = self.runs.iter().position(|(o, ..)| o == origin) else {
-            if let Some((_, r)) = self.ramps.iter_mut().find(|(o, _)| o == origin) {
-                r.successes = r.successes.saturating_add(1);
-            }
-            return None;
-        };
+        let i = self.runs.iter().position(|(o, ..)| o == origin)?;
         let ended = self.runs.swap_remove(i).1;
-        self.ramps.retain(|(o, _)| o != origin);
+        self.released.retain(|o| o != origin);
         if ended.correlated(n) && ended.lost == 0 {
-            if self.ramps.len() >= MAX_ORIGINS {
-                self.ramps.remove(0);
+            if self.released.len() >= MAX_ORIGINS {
+                self.released.remove(0);
             }
-            self.ramps.push((origin.to_owned(), Ramp::default()));
+            self.released.push(origin.to_owned());
         }
         Some(ended)
     }
 
-    /// A retry may go by the origin's ramp (then it counts as released):
-    /// fewer than `1 + 2 * successes` released so far. None: no ramp (no
-    /// probe succeeded since the last failure).
-    pub fn ramp_take(&mut self, origin: &str) -> Option<bool> {
-        let (_, r) = self.ramps.iter_mut().find(|(o, _)| o == origin)?;
-        let open = r.released < r.successes.saturating_mul(2).saturating_add(1);
-        if open {
-            r.released += 1;
-        }
-        Some(open)
+    /// The origin's blip is over and no failure came since: the burst's
+    /// retries the budget denied may go.
+    pub fn released(&self, origin: &str) -> bool {
+        self.released.iter().any(|o| o == origin)
     }
 
     /// The run `id`, while it lasts.
@@ -354,22 +334,26 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_whose_probe_succeeded_first_opens_a_ramp_one_that_lost_a_probe_none() {
+    fn a_burst_whose_probe_succeeded_first_releases_until_a_failure_one_that_lost_a_probe_never() {
         // A blip: the burst's first probe succeeds.
         let mut o = Origins::default();
         burst(&mut o);
         assert!(o.success("https://x", 2).is_some());
-        assert_eq!(o.ramp_take("https://x"), Some(true));
-        assert_eq!(o.ramp_take("https://x"), Some(false));
+        assert!(o.released("https://x"));
+        assert!(o.success("https://x", 2).is_none());
+        assert!(o.released("https://x"), "later successes keep it");
+        // The origin's next failure ends the release.
+        o.failure("https://x", &mut InRun::default());
+        assert!(!o.released("https://x"));
         // The tail of an outage: a probe failed once, the next succeeds.
         let mut o = Origins::default();
         burst(&mut o);
         let run = o.current("https://x").unwrap();
         o.by_id(run.id).unwrap().lost = 1;
         assert_eq!(o.success("https://x", 2).map(|r| r.id), Some(run.id));
-        assert_eq!(o.ramp_take("https://x"), None);
+        assert!(!o.released("https://x"));
         o.success("https://x", 2);
-        assert_eq!(o.ramp_take("https://x"), None, "later successes open none");
+        assert!(!o.released("https://x"), "later successes release none");
     }
 
     #[test]

@@ -9,14 +9,34 @@
 //! its attempts run out it ends with `CircuitOpenError`. Once the burst is
 //! over (its probe succeeded), a call that was held goes after a wait drawn
 //! over its backoff window, so that a probe that succeeded by chance
-//! releases no herd; its retry was granted by the budget when it was
-//! planned.
+//! releases no herd.
+//!
+//! A retry the budget denied, of a key that failed together with others of
+//! its origin, waits with them too ([`CallState::unbudgeted`]): it goes if
+//! the burst's first probe succeeded (a blip, not an outage's tail) and no
+//! failure came at the origin by the end of its wait, charged to the
+//! budget as it goes; else the budget's denial stands ([`Stop::Budget`]).
+//!
+//! The wait of a call released after a blip (no probe lost) is drawn from
+//! `RELEASE_FROM..RELEASE_TO` times its backoff, not from the start of the
+//! window: at the end of an outage every client's probes come back in the
+//! same second, and the retries of the pages that failed in the outage's
+//! last moments (which look like a blip) would pile onto them (the
+//! page-load outage's peak, tests/pagesim.rs: 1.71x when they went at once
+//! or by a slow start, 1.42x this way); and a failure at the origin during
+//! the wait still stops the budget's denied ones.
 
 use super::*;
 use crate::policy::options::Jitter;
 
-/// How often a retry waiting for its origin's ramp asks again.
-const RAMP_POLL_MS: f64 = 20.0;
+/// How often a retry the budget denied, waiting with a burst that may yet
+/// form or probe, asks again.
+const POLL_MS: f64 = 20.0;
+
+/// A call released after a blip goes at a time drawn from this share of
+/// its backoff window to [`RELEASE_TO`] (issue 42; tests/pagesim.rs).
+const RELEASE_FROM: f64 = 0.8;
+const RELEASE_TO: f64 = 1.3;
 
 /// How long a retry the budget denied leaves a probe that is due to the
 /// burst's other retries before its denial stands.
@@ -34,28 +54,25 @@ impl Guard {
     ) -> Option<Admission> {
         let b = self.breakers.as_mut()?;
         let Some(burst) = b.burst(&c.spec.key, now) else {
-            if let Some(due) = c.unbudgeted {
-                return self.ramp_admission(c, due, now, max_wait);
-            }
             // Released from a burst that ended: spread over the window
-            // (unless the key's own breaker decides for it now).
-            c.burst.take()?;
-            if b.state(&c.spec.key, now) != BreakerState::Closed {
-                return None;
+            // (unless the key's own breaker decides for it now), then a
+            // retry the budget denied goes if its origin's blip is over.
+            // (A retry the budget denied waits too when its time came
+            // after the probe's success: it was never held.)
+            let held = c.burst.take().is_some();
+            let first = !c.spread && (held || (c.unbudgeted.is_some() && b.released(&c.spec.key)));
+            if first && b.state(&c.spec.key, now) == BreakerState::Closed {
+                c.spread = true;
+                if let Some(wait) = spread(c, now, max_wait, rand01) {
+                    return Some(wait);
+                }
             }
-            let n = c.spent();
-            let window = Backoff::new(c.retry.base_delay_ms, c.retry.max_delay_ms, Jitter::None)
-                .delay(n, 0.0);
-            let ms = (rand01 * window).min(c.deadline.remaining(now));
-            return (ms > 0.0 && max_wait > 0.0).then_some(Admission::Wait {
-                ms,
-                why: Why::Burst,
-                announce: false,
-            });
+            let due = c.unbudgeted?;
+            return self.unbudgeted_admission(c, due, now, max_wait);
         };
         if c.unbudgeted.is_some() && burst.lost > 0 {
-            // The burst lost a probe (an outage, no blip): no ramp will
-            // open, the budget's denial stands.
+            // The burst lost a probe (an outage, no blip): nothing will
+            // release it, the budget's denial stands.
             c.burst = None;
             return Some(Admission::Stop(Stop::Budget));
         }
@@ -105,12 +122,11 @@ impl Guard {
         })
     }
 
-    /// A retry the budget denied, of a burst that ended (its probe
-    /// succeeded): it goes when the origin's ramp releases it (one, then
-    /// two more for each success at the origin; the first failure there
-    /// ends the ramp), charged to the budget as it goes; with no ramp (a
-    /// failure ended it) the budget's denial stands.
-    fn ramp_admission(
+    /// A retry the budget denied, held by no burst: it goes (charged to
+    /// the budget) if its origin's blip is over and nothing failed there
+    /// since; else it asks again shortly (the burst may yet form or probe)
+    /// until its denial stands. None: it goes.
+    fn unbudgeted_admission(
         &mut self,
         c: &mut CallState,
         due: f64,
@@ -118,30 +134,25 @@ impl Guard {
         max_wait: f64,
     ) -> Option<Admission> {
         let b = self.breakers.as_mut()?;
-        match b.ramp_take(&c.spec.key) {
-            Some(true) => {
-                c.burst = None;
-                self.granted(c, now);
-                if let Some(budget) = self.budget.as_mut() {
-                    budget.charge(now);
-                }
-                None
-            }
-            Some(false) => Some(self.unbudgeted_wait(now, now, max_wait)),
-            // No ramp yet: the burst may still form, or its probe succeed.
-            None => Some(self.unbudgeted_wait(due, now, max_wait)),
+        if !b.released(&c.spec.key) {
+            return Some(self.unbudgeted_wait(due, now, max_wait));
         }
+        self.granted(c, now);
+        if let Some(budget) = self.budget.as_mut() {
+            budget.charge(now);
+        }
+        None
     }
 
     /// A retry the budget denied, due at `due`, asks again shortly; past
-    /// `PROBE_GRACE_MS` after `due` (no burst's probe went for it, no ramp
-    /// opened) the budget's denial stands.
+    /// `PROBE_GRACE_MS` after `due` (no burst's probe went for it, its
+    /// origin's blip not over) the budget's denial stands.
     fn unbudgeted_wait(&self, due: f64, now: f64, max_wait: f64) -> Admission {
         if now - due >= PROBE_GRACE_MS || max_wait <= 0.0 {
             return Admission::Stop(Stop::Budget);
         }
         Admission::Wait {
-            ms: RAMP_POLL_MS.min(max_wait),
+            ms: POLL_MS.min(max_wait),
             why: Why::Burst,
             announce: false,
         }
@@ -153,6 +164,25 @@ impl Guard {
         self.stats.retries += 1;
         c.granted_at = Some(now);
     }
+}
+
+/// The wait of a call released from a burst that ended: drawn over its
+/// backoff window, or from `RELEASE_FROM..RELEASE_TO` of it when it lost no
+/// probe (a blip); None when there is nothing to wait.
+fn spread(c: &CallState, now: f64, max_wait: f64, rand01: f64) -> Option<Admission> {
+    let window = Backoff::new(c.retry.base_delay_ms, c.retry.max_delay_ms, Jitter::None)
+        .delay(c.spent(), 0.0);
+    let (from, to) = if c.lost == 0 {
+        (RELEASE_FROM, RELEASE_TO)
+    } else {
+        (0.0, 1.0)
+    };
+    let ms = (window * (from + rand01 * (to - from))).min(c.deadline.remaining(now));
+    (ms > 0.0 && max_wait > 0.0).then_some(Admission::Wait {
+        ms,
+        why: Why::Burst,
+        announce: false,
+    })
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -197,7 +227,7 @@ mod tests {
     fn polls(g: &mut Guard, c: &mut CallState, now: f64) {
         let a = g.admit(c, now, false, 0.5);
         assert!(
-            matches!(a, Admission::Wait { ms, why: Why::Burst, announce: false } if ms == RAMP_POLL_MS),
+            matches!(a, Admission::Wait { ms, why: Why::Burst, announce: false } if ms == POLL_MS),
             "{a:?}"
         );
     }
@@ -222,37 +252,52 @@ mod tests {
         assert_eq!(g.drain_released().len(), 5);
     }
 
-    #[test]
-    fn a_bursts_retries_the_budget_denied_go_by_a_ramp_of_successes_after_its_probe() {
-        let client = cfg();
-        let cc = call_cfg(&client);
-        let mut g = Guard::new(&client);
-        let mut calls = page(&mut g, &cc);
-        let t = 1005.0;
-        probe_succeeds(&mut g, &mut calls, t);
-        let t = t + 10.0;
-        // The ones the budget denied: one goes, the next two wait for it.
-        let first = goes(&mut g, &mut calls[3], t);
-        polls(&mut g, &mut calls[4], t);
-        polls(&mut g, &mut calls[5], t + RAMP_POLL_MS);
+    /// After the probe's success, each held call waits a time drawn from
+    /// `RELEASE_FROM..RELEASE_TO` of its backoff window (1000 ms).
+    fn waits_to_be_released(g: &mut Guard, c: &mut CallState, now: f64) -> f64 {
+        let a = g.admit(c, now, false, 0.5);
+        let Admission::Wait {
+            ms,
+            why: Why::Burst,
+            announce: false,
+        } = a
+        else {
+            panic!("not spread: {a:?}")
+        };
         assert_eq!(
-            settle(&mut g, &mut calls[3], &first, Ended::Success, t + 30.0),
-            Verdict::End
+            ms,
+            1000.0 * (RELEASE_FROM + 0.5 * (RELEASE_TO - RELEASE_FROM))
         );
-        // Its success releases two more, charged to the budget as they go.
-        let t = t + 40.0;
-        let a4 = goes(&mut g, &mut calls[4], t);
-        let a5 = goes(&mut g, &mut calls[5], t);
-        assert_eq!((a4.attempt, a5.attempt), (2, 2));
-        assert_eq!(g.stats.retries, 6);
-        let b = g.budget.as_ref().unwrap();
-        assert_eq!(b.retries_in_window(t), 6);
-        // The budget's own grants stay as they were: nothing more now.
-        assert!(!g.budget_allows(t));
+        now + ms
     }
 
     #[test]
-    fn a_failure_stops_the_ramp_and_the_budgets_denial_stands() {
+    fn a_blips_retries_the_budget_denied_go_after_its_probe_later_in_their_window() {
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut calls = page(&mut g, &cc);
+        let t = 1005.0;
+        probe_succeeds(&mut g, &mut calls, t);
+        // Every held call, granted (1, 2) or denied (3 to 5) by the budget,
+        // waits into its window, then goes.
+        let t = t + 10.0;
+        let mut at = 0.0;
+        for c in calls.iter_mut().skip(1) {
+            at = waits_to_be_released(&mut g, c, t);
+        }
+        for c in calls.iter_mut().skip(1) {
+            assert_eq!(goes(&mut g, c, at).attempt, 2);
+        }
+        // The denied ones charged to the budget as they went.
+        assert_eq!(g.stats.retries, 6);
+        let b = g.budget.as_ref().unwrap();
+        assert_eq!(b.retries_in_window(at), 6);
+        assert!(!g.budget_allows(at));
+    }
+
+    #[test]
+    fn a_failure_at_the_origin_during_their_wait_stops_the_budgets_denied_ones() {
         let client = cfg();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
@@ -260,18 +305,23 @@ mod tests {
         let t = 1005.0;
         probe_succeeds(&mut g, &mut calls, t);
         let t = t + 10.0;
-        let first = goes(&mut g, &mut calls[3], t);
+        let mut at = 0.0;
+        for c in calls.iter_mut().skip(1) {
+            at = waits_to_be_released(&mut g, c, t);
+        }
+        // The first to go fails: the origin is not over its trouble.
+        let first = goes(&mut g, &mut calls[1], at);
         assert!(matches!(
-            settle(&mut g, &mut calls[3], &first, UNAVAILABLE, t + 30.0),
+            settle(&mut g, &mut calls[1], &first, UNAVAILABLE, at + 10.0),
             Verdict::Fail { .. } | Verdict::Retry { .. }
         ));
-        // No ramp: the others ask again for a while (a burst may form and
-        // probe again), then their denial stands, nothing sent.
-        polls(&mut g, &mut calls[4], t + 40.0);
-        let late = 1005.0 + PROBE_GRACE_MS;
-        for i in [4, 5] {
+        // The budget's own grant goes; the denied ones end denied, nothing
+        // sent (their time is more than PROBE_GRACE_MS past).
+        assert_eq!(goes(&mut g, &mut calls[2], at + 20.0).attempt, 2);
+        assert!(at + 20.0 - 1005.0 >= PROBE_GRACE_MS);
+        for i in [3, 4, 5] {
             assert_eq!(
-                g.admit(&mut calls[i], late, false, 0.5),
+                g.admit(&mut calls[i], at + 20.0, false, 0.5),
                 Admission::Stop(Stop::Budget)
             );
             assert_eq!(calls[i].attempts(), 1);
@@ -279,10 +329,10 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_whose_probe_failed_opens_no_ramp_and_the_budgets_denial_stands() {
+    fn a_burst_whose_probe_failed_releases_none_and_the_budgets_denial_stands() {
         // The tail of an outage: the burst's first probe fails. The
         // retries the budget denied end at once, denied, nothing sent;
-        // the next probe's success opens no ramp.
+        // the next probe's success releases none.
         let client = cfg();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
@@ -312,7 +362,7 @@ mod tests {
             );
             assert_eq!(calls[i].attempts(), 1);
         }
-        // The next probe succeeds: the run ends with no ramp.
+        // The next probe succeeds: the run ends, releasing none.
         let t = t + 3000.0;
         let a = g.admit(&mut calls[1], t, false, 0.5);
         let Admission::Go(permit @ Some(_)) = a else {
@@ -325,14 +375,14 @@ mod tests {
             Verdict::End
         );
         let b = g.breakers.as_mut().unwrap();
-        assert_eq!(b.ramp_take(&calls[3].spec.key), None);
+        assert!(!b.released(&calls[3].spec.key));
     }
 
     #[test]
-    fn a_run_that_partly_succeeded_opens_no_ramp() {
+    fn a_run_that_partly_succeeded_releases_none() {
         // An overload: 4 of the page's 6 calls fail, 2 succeed. No burst
         // formed (two endpoints failed together, one of them twice): the
-        // run ends with no ramp, and the retry the budget denied stays
+        // run ends releasing none, and the retry the budget denied stays
         // denied.
         let client = cfg();
         let cc = call_cfg(&client);

@@ -167,6 +167,7 @@ impl Guard {
             held = b.in_run(key);
         }
         c.unbudgeted = None;
+        c.spread = false;
         match planned {
             Ok(delay_ms) if self.budget_allows(now) => {
                 self.stats.retries += 1;
@@ -175,8 +176,8 @@ impl Guard {
             }
             // Failed together with others of its origin (a burst, or one
             // forming), the retry the budget denies waits with them: it
-            // goes only by the ramp of the origin's successes after the
-            // burst's probe succeeded (`burst.rs`).
+            // goes only after a blip: the burst's first probe succeeded
+            // (`burst.rs`).
             Ok(delay_ms) if held => {
                 c.unbudgeted = Some(now + delay_ms);
                 Verdict::Retry { delay_ms }
