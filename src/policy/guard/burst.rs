@@ -23,7 +23,7 @@
 //! same second, and the retries of the pages that failed in the outage's
 //! last moments (which look like a blip) would pile onto them (the
 //! page-load outage's peak, tests/pagesim.rs: 1.71x when they went at once
-//! or by a slow start, 1.42x this way); and a failure at the origin during
+//! or by a slow start, 1.46x this way); and a failure at the origin during
 //! the wait still stops the budget's denied ones.
 
 use super::*;
@@ -35,7 +35,7 @@ const POLL_MS: f64 = 20.0;
 
 /// A call released after a blip goes at a time drawn from this share of
 /// its backoff window to [`RELEASE_TO`] (issue 42; tests/pagesim.rs).
-const RELEASE_FROM: f64 = 0.8;
+const RELEASE_FROM: f64 = 0.6;
 const RELEASE_TO: f64 = 1.3;
 
 /// How long a retry the budget denied leaves a probe that is due to the
