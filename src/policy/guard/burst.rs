@@ -315,13 +315,16 @@ mod tests {
             settle(&mut g, &mut calls[1], &first, UNAVAILABLE, at + 10.0),
             Verdict::Fail { .. } | Verdict::Retry { .. }
         ));
-        // The budget's own grant goes; the denied ones end denied, nothing
-        // sent (their time is more than PROBE_GRACE_MS past).
+        // The budget's own grant goes; the denied ones wait no release
+        // (they ask again), and once their time is PROBE_GRACE_MS past
+        // they end denied, nothing sent.
         assert_eq!(goes(&mut g, &mut calls[2], at + 20.0).attempt, 2);
-        assert!(at + 20.0 - 1005.0 >= PROBE_GRACE_MS);
+        polls(&mut g, &mut calls[3], at + 20.0);
+        let late = 1005.0 + PROBE_GRACE_MS;
+        assert!(late > at + 20.0);
         for i in [3, 4, 5] {
             assert_eq!(
-                g.admit(&mut calls[i], at + 20.0, false, 0.5),
+                g.admit(&mut calls[i], late, false, 0.5),
                 Admission::Stop(Stop::Budget)
             );
             assert_eq!(calls[i].attempts(), 1);

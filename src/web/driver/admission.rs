@@ -81,10 +81,9 @@ impl Drive<'_> {
                     }
                     continue;
                 }
-                // While the host is offline no attempt is made: the call
-                // waits for the `online` event within its deadline (where
-                // the host has no event target to listen on, it fails at
-                // once with an offline NetworkError).
+                // While the host is offline no attempt is made: the call waits for the
+                // `online` event within its deadline (where the host has no event target
+                // to listen on, it fails at once with an offline NetworkError).
                 Admission::Online => {
                     let Some(target) = global_target() else {
                         return Err(offline_error(None).into());
