@@ -11,7 +11,7 @@
 // change what is sent or need the engine to check them first), and call options among method,
 // headers, body, signal, deadlineMs, timeoutMs and responseType 'json' or 'text'. Every other call
 // waits for the engine, as before.
-import { base64, initSync, send } from './stormguard_boot.js';
+import { base64, end as over, initSync, send } from './stormguard_boot.js';
 
 let usable; // undefined: not tried yet
 
@@ -122,24 +122,18 @@ const TIMEOUT = new Error('stormguard: boot attempt timed out');
  */
 export function first(fetchFn, p, signal) {
   const started = performance.now();
-  let sent;
+  let response, controller, timer, listener;
   try {
-    sent = send(fetchFn, p.href, p.init, p.ms, TIMEOUT, signal);
+    [response, controller, timer, listener] = send(fetchFn, p.href, p.init, p.ms, TIMEOUT, signal);
   } catch {
     return undefined;
   }
   const end = (kind, value) => {
-    sent.end();
-    return { started, kind, value };
+    over(timer, listener, signal);
+    return kind === undefined ? { aborted: true } : { started, kind, value };
   };
-  const failed = (e) => {
-    if (signal?.aborted) {
-      sent.end();
-      return { aborted: true };
-    }
-    return sent.signal().reason === TIMEOUT ? end(4) : end(3, e);
-  };
-  return sent.response().then(async (res) => {
+  const failed = (e) => (signal?.aborted ? end() : controller.signal.reason === TIMEOUT ? end(4) : end(3, e));
+  return response.then(async (res) => {
     const status = res?.status;
     if (!(status >= 200 && status <= 299)) return end(1, res);
     let text;
