@@ -28,6 +28,9 @@ function loaded() {
   return usable;
 }
 
+/** Boot attempts a client has in flight at most: the engine's default `concurrency.max` in a page. */
+export const MAX_IN_FLIGHT = 6;
+
 const CLIENT_KEYS = new Set(['deadlineMs', 'timeoutMs', 'baseUrl', 'headers', 'wasm', 'crossTab', 'dedupe', 'waitForOnline', 'rateLimit']);
 const CALL_KEYS = new Set(['method', 'headers', 'body', 'signal', 'deadlineMs', 'timeoutMs', 'responseType']);
 const FLAGS = ['crossTab', 'dedupe', 'waitForOnline', 'rateLimit'];

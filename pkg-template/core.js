@@ -16,7 +16,7 @@
 // - loading the wasm (checkHost, fetchWasm, loadWasm, earlyWasm) and
 //   makeCreateClient, from which each entry makes createClient.
 
-import { first, plan } from './boot.js';
+import { MAX_IN_FLIGHT, first, plan } from './boot.js';
 
 const BRAND = Symbol.for('stormguard.error');
 
@@ -791,6 +791,7 @@ class Client {
   // A root client made before the engine is in: its options, which decide whether the boot build
   // may send a call's first attempt (boot.js).
   #given = undefined;
+  #booting = 0; // its boot attempts in flight
 
   constructor(inner, io = null, final = null, original = undefined) {
     this.#c = inner;
@@ -884,7 +885,9 @@ class Client {
     }
     const valid = Number.isInteger(given) && given > 0 && given <= MAX_TIMER_MS;
     const ms = valid ? given : this.#deadline;
-    const p = method === 'request' && this.#given !== undefined ? plan(this.#given, a, b, pageBase()) : undefined;
+    const p = method === 'request' && this.#given !== undefined && this.#booting < MAX_IN_FLIGHT
+      ? plan(this.#given, a, b, pageBase())
+      : undefined;
     const sent = p && first(this.#original ?? currentFetch(), p, anySignal([isSignal(signal) ? signal : undefined, ...this.#closers()]).signal);
     if (sent) return this.#booted(sent, a, b, ms, signal);
     try {
@@ -906,7 +909,13 @@ class Client {
    * attempt as the call's first and goes on with the call.
    */
   async #booted(sent, a, b, ms, signal) {
-    const r = await sent;
+    this.#booting++;
+    let r;
+    try {
+      r = await sent;
+    } finally {
+      this.#booting--;
+    }
     if (r.aborted) {
       const caller = isSignal(signal) && signal.aborted;
       throw caller ? new AbortError('call aborted', { reason: signal.reason }) : closedError();

@@ -91,6 +91,29 @@ test('a call made before the engine is in goes at once; its 2xx is its answer; t
   }
 });
 
+test('at most 6 boot attempts at once (the default concurrency.max): the other calls wait for the engine', async () => {
+  const context = await browser.newContext();
+  try {
+    const { page, release, sent } = await heldPage(context);
+    await page.evaluate((u) => {
+      window.done = [];
+      for (let i = 0; i < 8; i++) window.call(`${u}/echo?id=boot-cap-${i}`).then((r) => window.done.push(r.body?.query.id));
+    }, servers.fault);
+    await page.waitForFunction(() => window.done.length === 6);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await page.evaluate(() => window.done.length), 6, 'two wait for the engine');
+    assert.equal(sent('boot-cap-'), 6);
+    release();
+    await page.waitForFunction(() => window.done.length === 8);
+    await page.waitForFunction(() => window.api.stats().requests === 8);
+    const stats = await page.evaluate(() => window.api.stats());
+    assert.deepEqual([stats.requests, stats.attempts], [8, 8]);
+    assert.equal(sent('boot-cap-'), 8);
+  } finally {
+    await context.close();
+  }
+});
+
 test("a call's failed first attempt waits for the engine, which adopts it: its retry is attempt 2", async () => {
   const context = await browser.newContext();
   try {
