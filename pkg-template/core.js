@@ -572,6 +572,19 @@ class Io {
     return auth.running.get(token) ?? startRefresh(auth, token, ms);
   }
 
+  /**
+   * `validate`'s function `f` on a call's `value`, called on `on` (a Standard Schema's
+   * `~standard`, else undefined): its answer as it is, which the engine reads (src/web/validate.rs).
+   */
+  validate(f, on, value) {
+    return Reflect.apply(f, on, [value]);
+  }
+
+  /** The `fetch` option `f` on one attempt's `request`, a microtask from now (src/web/transport.rs). */
+  send(f, request) {
+    return passOn(f, request);
+  }
+
   /** This client's functions, for calls whose 401 never waits for a refresh (made inside one). */
   withoutRefresh() {
     const io = Object.create(this);

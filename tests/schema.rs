@@ -63,8 +63,16 @@ fn entry(key: &str) -> JsValue {
     obj(&ls_get(key).unwrap_or_else(|| panic!("nothing stored under {key}")))
 }
 
+/// A client with a stand-in for the wrapper's `Io` (pkg-template/core.js),
+/// which calls `validate` as the package's does, and asks nothing else.
 fn client(options: &str) -> Client {
-    Client::new(obj(options)).unwrap()
+    let c = Client::new(obj(options)).unwrap();
+    let io = js(
+        "",
+        "return { flags: 0, validate: (f, on, value) => Reflect.apply(f, on, [value]) }",
+    );
+    c.set_io(io.call0(&JsValue::NULL).unwrap().unchecked_into());
+    c
 }
 
 /// A client whose storage prefix is unique to the test.

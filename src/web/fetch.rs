@@ -398,7 +398,7 @@ async fn run(
     let target = own.as_ref().unwrap_or(&call.target);
     let mut value = match at.leg.adopted {
         Some(answer) => answer.clone(),
-        None => settle(send(transport, target, signal, at.leg.hedge)?).await?,
+        None => settle(send(call, transport, target, signal, at.leg.hedge)?).await?,
     };
     if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
         match settle(io.after(request, &value, &call.context(at.send.attempt))).await {
@@ -448,6 +448,7 @@ async fn run(
 /// Sends `target` with `signal` through the client's transport. A hedge
 /// sends its own copy of the init, with `cache: 'no-store'`.
 fn send(
+    call: &Call,
     transport: &Transport,
     target: &Target,
     signal: &AbortSignal,
@@ -458,15 +459,16 @@ fn send(
         js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
         Ok(init)
     };
+    let io = call.layer().any_io();
     Ok(match target {
         Target::Url { url, init, .. } if hedge => {
             let init = own(init)?;
             init.set_signal(Some(signal));
-            transport.send(url, &init)
+            transport.send(io, url, &init)
         }
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
-            transport.send(url, init)
+            transport.send(io, url, init)
         }
         Target::Request { request, reuse } => {
             let init = if hedge {
@@ -483,9 +485,9 @@ fn send(
                 js_sys::Reflect::set(&init, &key, &js_sys::Reflect::get(request, &key)?)?;
             }
             if *reuse {
-                transport.send(request, &init)
+                transport.send(io, request, &init)
             } else {
-                transport.send(&JsValue::from(request.clone()?), &init)
+                transport.send(io, &JsValue::from(request.clone()?), &init)
             }
         }
     })

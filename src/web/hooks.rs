@@ -33,7 +33,7 @@
 //! that the wrapper's `Io` has every method declared here and sets only the
 //! bits exported.
 
-use js_sys::Promise;
+use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -84,6 +84,22 @@ extern "C" {
     /// forgotten, rejecting its waiters).
     #[wasm_bindgen(method)]
     pub fn refreshed(this: &Io, seen: &JsValue, remaining_ms: f64) -> Promise;
+    /// `validate`'s function `f` on `value`, called on `on` (a Standard
+    /// Schema's `~standard`, undefined for a predicate): its answer as it
+    /// is, which `validate.rs` reads. Throws what `f` threw (the one method
+    /// that answers at once: a predicate's verdict is not awaited).
+    #[wasm_bindgen(method, catch)]
+    pub fn validate(
+        this: &Io,
+        f: &Function,
+        on: &JsValue,
+        value: &JsValue,
+    ) -> Result<JsValue, JsValue>;
+    /// The `fetch` option `f` called with one attempt's `request`, a
+    /// microtask from now (on a clean stack, as `host.js`'s `fetchLater`
+    /// calls the global fetch): its promise (`transport.rs`).
+    #[wasm_bindgen(method)]
+    pub fn send(this: &Io, f: &Function, request: &JsValue) -> Promise;
 }
 
 /// What a client's `Io` asks of the engine, the bits of its `flags`.

@@ -24,6 +24,7 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::hooks::Io;
 use super::host::{current_fetch, fetch_later, mark_sent, new_request, was_sent, Sent};
 use super::options::Reader;
 use crate::policy::options::OptionsError;
@@ -77,17 +78,23 @@ impl Transport {
     }
 
     /// Sends one attempt: `fetch(input, init)`, or the `fetch` option
-    /// called with `new Request(input, init)`.
-    pub fn send(&self, input: &JsValue, init: &JsValue) -> js_sys::Promise {
+    /// called with `new Request(input, init)` through `io`, the calling
+    /// client's (`hooks.rs`: the one seam of the user's functions).
+    pub fn send(&self, io: Option<&Io>, input: &JsValue, init: &JsValue) -> js_sys::Promise {
         let Some(f) = &self.custom else {
             mark_sent(input, init);
             return fetch_later(current_fetch(), input, init);
         };
         match new_request(input, init) {
-            Ok(request) => {
-                self.sent.add(&request);
-                fetch_later(Ok(f.clone().into()), &request, &JsValue::UNDEFINED)
-            }
+            // The wrapper sets an Io on every client: without one (never
+            // in the package) the attempt fails as a network error.
+            Ok(request) => match io {
+                Some(io) => {
+                    self.sent.add(&request);
+                    io.send(f, &request)
+                }
+                None => js_sys::Promise::reject(&JsValue::UNDEFINED),
+            },
             Err(e) => js_sys::Promise::reject(&e),
         }
     }

@@ -87,7 +87,7 @@ test("core.js sets only the IoFlag bits hooks.rs exports, each a bit of its own,
 
 test("every method hooks.rs calls on the Io is one of core.js's class Io", () => {
   const block = /extern "C" \{([\s\S]*?)\n\}/.exec(read('src/web/hooks.rs'))[1];
-  const called = [...block.matchAll(/#\[wasm_bindgen\(method(?:, getter)?(?:, js_name = (\w+))?\)\]\s*(?:#\[[^\]]*\]\s*)*pub fn (\w+)/g)]
+  const called = [...block.matchAll(/#\[wasm_bindgen\(method(?:, getter)?(?:, catch)?(?:, js_name = (\w+))?\)\]\s*(?:#\[[^\]]*\]\s*)*pub fn (\w+)/g)]
     .map(([, js, rust]) => js ?? rust);
   assert.ok(called.length >= 5, `hooks.rs declares the Io's methods (${called})`);
   const io = core.slice(core.indexOf('class Io {'), core.indexOf('\n}\n', core.indexOf('class Io {')));
