@@ -6,9 +6,10 @@
 //   clientFailed, schemaOf);
 // - the error classes, with a brand that works across realms, and the
 //   engine's error descriptors (src/web/errors.rs) made instances of them;
-// - the Io: a client's hooks, auth (and its refresh, shared by the client
-//   and those derived from it), header functions and retry.retryOn, which
-//   the engine calls at fixed points of a call (src/web/hooks.rs: its
+// - UserFns: a client's hooks, auth (and its refresh, shared by the client
+//   and those derived from it), header functions and retry.retryOn, and the
+//   validate and fetch options the engine hands it: every user function,
+//   which the engine calls at fixed points of a call (src/web/hooks.rs: its
 //   methods, the flags it answers with, the context object its hooks get);
 // - Client, the thin wrapper over the wasm one: calls, fetch(), extend(),
 //   events, beforeError hooks, close() (and a closed client's fetch passing
@@ -386,12 +387,12 @@ function startRefresh(auth, token, ms) {
 /**
  * A client's functions: its own after its parent's (`extend`), its `auth`
  * or its parent's (sharing the parent's refreshes). `flags` tell the engine
- * what to ask, in the bits the wasm exports (`IoFlag`, src/web/hooks.rs). The
+ * what to ask, in the bits the wasm exports (`UserFnFlag`, src/web/hooks.rs). The
  * methods that run hooks get the attempt's context from the engine as one
  * object, `{ requestId, attempt, method, url }` (made for that call), and
  * give it to the hooks as it is or with their own members added.
  */
-class Io {
+class UserFns {
   constructor(options, parent, home) {
     const headers = field(options, 'headers');
     const hooks = field(options, 'hooks');
@@ -420,8 +421,8 @@ class Io {
     // Header functions or a token to read before each attempt's admission.
     this.reads = this.headers.length > 0 || this.auth !== undefined;
     const adds = this.reads || h.beforeRequest.length > 0;
-    this.flags = (adds || h.afterResponse.length ? IoFlag.PerAttempt : 0) | (h.beforeRetry.length ? IoFlag.BeforeRetry : 0) |
-      (this.auth?.refresh ? IoFlag.Refresh : 0) | (adds ? IoFlag.MayAuthorize : 0) | (this.predicate ? IoFlag.RetryOn : 0);
+    this.flags = (adds || h.afterResponse.length ? UserFnFlag.PerAttempt : 0) | (h.beforeRetry.length ? UserFnFlag.BeforeRetry : 0) |
+      (this.auth?.refresh ? UserFnFlag.Refresh : 0) | (adds ? UserFnFlag.MayAuthorize : 0) | (this.predicate ? UserFnFlag.RetryOn : 0);
   }
 
   /**
@@ -587,9 +588,9 @@ class Io {
 
   /** This client's functions, for calls whose 401 never waits for a refresh (made inside one). */
   withoutRefresh() {
-    const io = Object.create(this);
-    io.flags = this.flags & ~IoFlag.Refresh;
-    return io;
+    const fns = Object.create(this);
+    fns.flags = this.flags & ~UserFnFlag.Refresh;
+    return fns;
   }
 
   /**
@@ -688,13 +689,13 @@ function headerNames(h) {
  * its baseUrl, else of the page (none in Node without baseUrl).
  */
 /**
- * The bits of an Io's `flags`, as the wasm exports them (src/web/hooks.rs, `IoFlag`): taken from
- * the glue its entry loaded (makeCreateClient), before any Io is made (each needs a wasm client).
+ * The bits of a UserFns's `flags`, as the wasm exports them (src/web/hooks.rs, `UserFnFlag`): taken from
+ * the glue its entry loaded (makeCreateClient), before any UserFns is made (each needs a wasm client).
  */
-let IoFlag;
+let UserFnFlag;
 
-function makeIo(options, parent, home) {
-  return new Io(options, parent, home); // (a call's retry.retryOn is called through it too)
+function makeUserFns(options, parent, home) {
+  return new UserFns(options, parent, home); // (a call's retry.retryOn is called through it too)
 }
 
 /** The attempts every stormguard client of the realm sent through the global fetch (src/web/host.js). */
@@ -780,7 +781,7 @@ function withDeadline(options, ms) {
 
 class Client {
   #c;
-  #io; // the client's hooks, auth and header functions (Io), or null
+  #fns; // the client's hooks, auth and header functions (UserFns), or null
   #final = null; // stats at close(), once the wasm client is freed
   #original; // the global fetch when the root client was created (see fetch())
   // Calls into the wasm client in progress: close() from inside one (an
@@ -795,7 +796,7 @@ class Client {
   #parent = null;
   #closing = null;
   // Before the engine is in (createClientSync, or extend() of such a client): `#build()` gives a
-  // promise of `{ inner, io }`, `#building` the build under way (or failed), `#deadline` the
+  // promise of `{ inner, fns }`, `#building` the build under way (or failed), `#deadline` the
   // default deadline of a call waiting for it, `#listeners` what on() registered meanwhile.
   #build = null;
   #building = null;
@@ -806,9 +807,9 @@ class Client {
   #given = undefined;
   #booting = 0; // its boot attempts in flight
 
-  constructor(inner, io = null, final = null, original = undefined) {
+  constructor(inner, fns = null, final = null, original = undefined) {
     this.#c = inner;
-    this.#io = io;
+    this.#fns = fns;
     this.#final = final;
     this.#original = original;
     // Methods work unbound: `globalThis.fetch = client.fetch` installs it.
@@ -820,7 +821,7 @@ class Client {
 
   /**
    * A client whose engine is not in yet: `build()` starts (or restarts) it,
-   * giving a promise of `{ inner, io }`; it is started now. Its calls wait
+   * giving a promise of `{ inner, fns }`; it is started now. Its calls wait
    * for it within their deadline (`deadline` when they give none) and signal.
    */
   static pending(build, deadline, original, parent = null, given = undefined) {
@@ -850,7 +851,7 @@ class Client {
         p = Promise.reject(e);
       }
       const building = p.then(
-        ({ inner, io }) => this.#adopt(inner, io),
+        ({ inner, fns }) => this.#adopt(inner, fns),
         (e) => {
           const again = !(e instanceof OptionsError) || e.option === 'wasm';
           if (this.#building === building && again) this.#building = null;
@@ -864,7 +865,7 @@ class Client {
   }
 
   /** The engine's client is in: the listeners registered meanwhile are attached to it. */
-  #adopt(inner, io) {
+  #adopt(inner, fns) {
     this.#build = null;
     this.#building = null;
     if (this.#final) {
@@ -872,7 +873,7 @@ class Client {
       return;
     }
     this.#c = inner;
-    this.#io = io;
+    this.#fns = fns;
     for (const l of this.#listeners) if (!l.off) l.id = inner.on(l.event, l.listener);
     this.#listeners = [];
   }
@@ -998,8 +999,8 @@ class Client {
         });
       return Client.pending(build, loadDeadline(options, this.#deadline), this.#original, this);
     }
-    const { inner, io } = this.#derive(options);
-    const child = new Client(inner, io, null, this.#original);
+    const { inner, fns } = this.#derive(options);
+    const child = new Client(inner, fns, null, this.#original);
     child.#parent = this;
     return child;
   }
@@ -1009,15 +1010,15 @@ class Client {
     this.#depth++;
     try {
       const inner = this.#c.extend(options, undefined);
-      let io;
+      let fns;
       try {
-        io = options !== null && typeof options === 'object' ? makeIo(options, this.#io, inner.home()) : this.#io;
+        fns = options !== null && typeof options === 'object' ? makeUserFns(options, this.#fns, inner.home()) : this.#fns;
       } catch (e) {
         inner.free();
         throw e;
       }
-      if (io) inner.setIo(io);
-      return { inner, io };
+      if (fns) inner.setUserFns(fns);
+      return { inner, fns };
     } catch (d) {
       throw toError(d);
     } finally {
@@ -1062,8 +1063,8 @@ class Client {
    * would (a caller's abort reason, which carries none, is left as it is).
    */
   #beforeError(p, options, input) {
-    const io = this.#io;
-    if (!io?.hooks.beforeError.length) return p;
+    const fns = this.#fns;
+    if (!fns?.hooks.beforeError.length) return p;
     const asFetch = arguments.length > 2;
     let deadlineMs, signal;
     try {
@@ -1072,7 +1073,7 @@ class Client {
       // the engine has rejected it already
     }
     if (signal === undefined && asFetch && input instanceof Request) signal = input.signal;
-    const until = performance.now() + (typeof deadlineMs === 'number' ? deadlineMs : io.deadlineMs);
+    const until = performance.now() + (typeof deadlineMs === 'number' ? deadlineMs : fns.deadlineMs);
     return p.catch(async (e) => {
       const own = asFetch ? e?.cause : e;
       if (asFetch && !isStormguardError(own)) throw e;
@@ -1086,7 +1087,7 @@ class Client {
         if (isStormguardError(own)) ({ requestId: x.requestId, attempts: x.attempts, elapsedMs: x.elapsedMs } = own);
         return x;
       };
-      const next = await io.error(own, until, [signal, ...this.#closers()], stopped);
+      const next = await fns.error(own, until, [signal, ...this.#closers()], stopped);
       if (!asFetch) throw next;
       if (next === byCaller) throw signal.reason;
       throw next === own ? e : native(next);
@@ -1182,8 +1183,8 @@ class Client {
 
   /** The wasm client a call made now goes through: the bare one inside a refresh() this client may start. */
   #via() {
-    if (!(this.#io && this.#io.flags & IoFlag.Refresh) || !insideRefresh()) return this.#c;
-    return (this.#bare ??= this.#c.extend({}, this.#io.withoutRefresh()));
+    if (!(this.#fns && this.#fns.flags & UserFnFlag.Refresh) || !insideRefresh()) return this.#c;
+    return (this.#bare ??= this.#c.extend({}, this.#fns.withoutRefresh()));
   }
 }
 
@@ -1503,7 +1504,7 @@ export function makeCreateClient(load) {
     l.promise.then((glue) => {
       end();
       wasm ??= glue;
-      IoFlag ??= glue.IoFlag;
+      UserFnFlag ??= glue.UserFnFlag;
       loaded(wasm);
     }, end);
     loads.set(key, l);
@@ -1549,16 +1550,16 @@ export function makeCreateClient(load) {
     } catch (d) {
       throw toError(d);
     }
-    let io;
+    let fns;
     try {
-      io = makeIo(options, undefined, inner.home());
+      fns = makeUserFns(options, undefined, inner.home());
     } catch (e) {
       inner.free();
       throw e;
     }
     inner.setErrorFactory(toError);
-    if (io) inner.setIo(io);
-    return { inner, io };
+    if (fns) inner.setUserFns(fns);
+    return { inner, fns };
   }
 
   /**
@@ -1585,7 +1586,7 @@ export function makeCreateClient(load) {
       } catch (e) {
         return Client.pending(() => Promise.reject(e), ms, original);
       }
-      return new Client(made.inner, made.io, null, original);
+      return new Client(made.inner, made.fns, null, original);
     }
     return Client.pending(
       async () => {

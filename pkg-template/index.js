@@ -49,8 +49,8 @@ function besideOrFix() {
  */
 let importing;
 const theGlue = () =>
-  (importing ??= import('./stormguard.js').then(({ Client, IoFlag, finish, imports }) => {
-    const glue = { Client, IoFlag, finish, imports };
+  (importing ??= import('./stormguard.js').then(({ Client, UserFnFlag, finish, imports }) => {
+    const glue = { Client, UserFnFlag, finish, imports };
     return glue;
   }));
 Promise.resolve().then(theGlue).catch(() => {}); // a failure is the load's (below) to report

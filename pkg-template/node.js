@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, IoFlag, finish, imports } from './stormguard.js';
+import { Client, UserFnFlag, finish, imports } from './stormguard.js';
 import { OptionsError, checkWasmBytes, fetchWasm, loadWasm, makeCreateClient } from './core.js';
 
 export {
@@ -57,7 +57,7 @@ async function readWasm(path, signal) {
 }
 
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
-const glue = { Client, IoFlag, finish, imports };
+const glue = { Client, UserFnFlag, finish, imports };
 
 export const { createClient, createClientSync } = makeCreateClient(async (source, signal) => {
   await loadWasm(glue, source, async (value) => {

@@ -6,7 +6,7 @@
 // are zeros, breakers() none, listeners wait to be added. Invalid options reject that first call
 // and every later one (README, "Bun, Deno, Cloudflare Workers and bundled servers").
 import wasmModule from './stormguard_bg.wasm';
-import { Client, IoFlag, finish, imports } from './stormguard.js';
+import { Client, UserFnFlag, finish, imports } from './stormguard.js';
 import { fetchWasm, loadWasm, makeCreateClient } from './core.js';
 
 export {
@@ -15,7 +15,7 @@ export {
 } from './core.js';
 
 /** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
-const glue = { Client, IoFlag, finish, imports };
+const glue = { Client, UserFnFlag, finish, imports };
 
 const { createClient: create } = makeCreateClient(async (source, signal) => {
   await loadWasm(glue, source ?? { kind: 'module', value: wasmModule }, async (value) => {

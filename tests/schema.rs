@@ -63,15 +63,15 @@ fn entry(key: &str) -> JsValue {
     obj(&ls_get(key).unwrap_or_else(|| panic!("nothing stored under {key}")))
 }
 
-/// A client with a stand-in for the wrapper's `Io` (pkg-template/core.js),
+/// A client with a stand-in for the wrapper's `UserFns` (pkg-template/core.js),
 /// which calls `validate` as the package's does, and asks nothing else.
 fn client(options: &str) -> Client {
     let c = Client::new(obj(options)).unwrap();
-    let io = js(
+    let fns = js(
         "",
         "return { flags: 0, validate: (f, on, value) => Reflect.apply(f, on, [value]) }",
     );
-    c.set_io(io.call0(&JsValue::NULL).unwrap().unchecked_into());
+    c.set_user_fns(fns.call0(&JsValue::NULL).unwrap().unchecked_into());
     c
 }
 

@@ -12,7 +12,7 @@ use web_sys::{AbortSignal, Headers, Request, RequestInit};
 use super::cancel::Cancel;
 use super::convert::{get, Obj};
 use super::errors::{CallError, ErrorKind};
-use super::hooks::{flag, Io};
+use super::hooks::{flag, UserFns};
 use super::layer::Layer;
 use crate::policy::classify::RetryDenied;
 use crate::policy::credentials::Credentials;
@@ -35,7 +35,7 @@ pub struct Call {
     pub cancel: Cancel,
     /// The client that made it: its hooks, auth, header functions.
     layer: Rc<Layer>,
-    /// Its own `retry.retryOn` (else its client's, the `Io`'s).
+    /// Its own `retry.retryOn` (else its client's, the `UserFns`'s).
     retry_on: Option<JsValue>,
     /// The header names (lower case, one per line) the call gave itself,
     /// which the client's header functions and auth token never replace.
@@ -123,16 +123,16 @@ impl Call {
         self
     }
 
-    /// The `Io` to call its `retry.retryOn` through, and the function if
+    /// The `UserFns` to call its `retry.retryOn` through, and the function if
     /// its own (`undefined`: its client's): none when neither has one.
-    pub fn retry_on(&self) -> Option<(&Io, JsValue)> {
+    pub fn retry_on(&self) -> Option<(&UserFns, JsValue)> {
         let own = self.retry_on.clone();
         match own {
-            Some(f) => self.layer.any_io().map(|io| (io, f)),
+            Some(f) => self.layer.any_fns().map(|fns| (fns, f)),
             None => self
                 .layer
-                .io(flag::RETRY_ON)
-                .map(|io| (io, JsValue::UNDEFINED)),
+                .fns(flag::RETRY_ON)
+                .map(|fns| (fns, JsValue::UNDEFINED)),
         }
     }
 
@@ -163,7 +163,7 @@ impl Call {
     }
 
     /// Attempt `attempt`'s context as its client's hooks see it (README,
-    /// "Hooks"), made anew for each call of the `Io` that runs them:
+    /// "Hooks"), made anew for each call of the `UserFns` that runs them:
     /// `{ requestId, attempt, method, url }`.
     pub fn context(&self, attempt: u32) -> JsValue {
         let o = Obj::new();
@@ -218,8 +218,8 @@ impl From<CallError> for Halt {
 }
 
 /// What one attempt sends, settled before its admission
-/// (`driver::prepare`): what the client's `Io` gave, `{ request, seen }`
-/// (`Io::prepare`), or undefined for a client without one, whose attempts
+/// (`driver::prepare`): what the client's `UserFns` gave, `{ request, seen }`
+/// (`UserFns::prepare`), or undefined for a client without one, whose attempts
 /// send the call's own target.
 pub struct Prepared(pub JsValue);
 
@@ -232,10 +232,10 @@ impl Prepared {
         get(&self.0, "request").ok().map(JsCast::unchecked_into)
     }
 
-    /// What `Io::prepare` said of the auth token it carries (the token and
-    /// the refreshes finished when it was read, for `Io::refreshed`;
+    /// What `UserFns::prepare` said of the auth token it carries (the token and
+    /// the refreshes finished when it was read, for `UserFns::refreshed`;
     /// `None`: it carries no token of the client's). Not asked without an
-    /// `Io`: Reflect.get would throw, and a JS exception costs a call 25-30 µs.
+    /// `UserFns`: Reflect.get would throw, and a JS exception costs a call 25-30 µs.
     pub fn seen(&self) -> Option<JsValue> {
         if self.0.is_undefined() {
             return None;
@@ -270,7 +270,7 @@ impl Target {
         Target::Request { request, reuse }
     }
 
-    /// What the client's `Io` copies for an attempt: the Request, or the
+    /// What the client's `UserFns` copies for an attempt: the Request, or the
     /// URL and init.
     pub fn parts(&self) -> (JsValue, JsValue) {
         match self {

@@ -16,7 +16,7 @@ use super::crosstab::CrossTab;
 use super::driver;
 use super::engine::Engine;
 use super::errors::CallError;
-use super::hooks::{flag, Io};
+use super::hooks::{flag, UserFns};
 use super::host::{host, now_ms, without_secrets};
 use super::layer::Layer;
 use super::options::{read_client, Reader};
@@ -145,23 +145,23 @@ impl Client {
     }
 
     /// The origin of `baseUrl`, else of the page, when it is http(s): where
-    /// the wrapper's `Io` lets the `auth` token go, besides `auth.origins`.
+    /// the wrapper's `UserFns` lets the `auth` token go, besides `auth.origins`.
     pub fn home(&self) -> Option<String> {
         self.builder.home().map(str::to_owned)
     }
 
     /// The package's wrapper hands in the client's hooks, auth and header
-    /// functions (its `Io`), when it has any, before any call.
-    #[wasm_bindgen(js_name = setIo)]
-    pub fn set_io(&self, io: Io) {
-        self.builder.layer.set_io(io);
+    /// functions (its `UserFns`), when it has any, before any call.
+    #[wasm_bindgen(js_name = setUserFns)]
+    pub fn set_user_fns(&self, fns: UserFns) {
+        self.builder.layer.set_user_fns(fns);
     }
 
     /// `client.extend(options)`: a client with `options` over this one's
     /// that shares its engine (breakers, budget, slots, holds, cross-tab
-    /// link, last-good cache); `io` its functions (the wrapper's, made from
+    /// link, last-good cache); `fns` its functions (the wrapper's, made from
     /// `options` over this client's). Throws an OptionsError descriptor.
-    pub fn extend(&self, options: JsValue, io: Option<Io>) -> Result<Client, JsValue> {
+    pub fn extend(&self, options: JsValue, fns: Option<UserFns>) -> Result<Client, JsValue> {
         let derive = || -> Result<Builder, OptionsError> {
             let r = Reader::new(&options, "options")?;
             if r.value("wasm")?.is_some() {
@@ -175,8 +175,8 @@ impl Client {
             let transport = Transport::option(&r)?
                 .map(|f| Transport::new(Some(f), Some(self.engine.transport())));
             let layer = Layer::new(Some(self.builder.layer.clone()), transport);
-            if let Some(io) = io {
-                layer.set_io(io);
+            if let Some(fns) = fns {
+                layer.set_user_fns(fns);
             }
             self.builder.derive(&r, cfg, layer)
         };
@@ -371,7 +371,7 @@ impl Client {
         let layer = &self.builder.layer;
         validates
             || call.retry_on().is_some()
-            || layer.io(flag::PER_ATTEMPT | flag::BEFORE_RETRY).is_some()
+            || layer.fns(flag::PER_ATTEMPT | flag::BEFORE_RETRY).is_some()
             || layer
                 .transport()
                 .unwrap_or(self.engine.transport())

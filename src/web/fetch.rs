@@ -102,10 +102,10 @@ pub enum AttemptEnd {
         reset_ms: Option<f64>,
         response: JsValue,
         body: JsValue,
-        /// What the wrapper's `Io::read` said of the auth token it carried
+        /// What the wrapper's `UserFns::read` said of the auth token it carried
         /// (the token and the refreshes finished when it was read; `None`:
         /// it carried no token of the client's), handed back to
-        /// `Io::refreshed` as it was given.
+        /// `UserFns::refreshed` as it was given.
         token: Option<JsValue>,
     },
     Network(JsValue),
@@ -247,13 +247,13 @@ impl Answered {
 
 impl AttemptEnd {
     /// A hook, header function or token of the client's failed with
-    /// `error` (what the wrapper's `Io` rejected with).
+    /// `error` (what the wrapper's `UserFns` rejected with).
     fn hook(error: JsValue, sent: bool) -> AttemptEnd {
         let error = CallError::new(ErrorKind::Thrown(error));
         AttemptEnd::Hook { error, sent }
     }
 
-    /// The client's `afterResponse` hooks failed (`Io::after` rejected with
+    /// The client's `afterResponse` hooks failed (`UserFns::after` rejected with
     /// `error`): a TypeError is the `Response.error()` one gave, a network
     /// error (`Err`), as fetch rejects where it would give one.
     fn after_hook(error: JsValue) -> Result<AttemptEnd, JsValue> {
@@ -264,7 +264,7 @@ impl AttemptEnd {
     }
 
     /// A 401 to an attempt that carried the client's auth token: what
-    /// `Io::read` said of that token.
+    /// `UserFns::read` said of that token.
     pub fn unauthorized(&self) -> Option<&JsValue> {
         match self {
             AttemptEnd::Status {
@@ -381,7 +381,7 @@ pub fn announce(call: &Call, send: &Attempt, leg: &Leg<'_>) {
 /// The attempt itself. With `call.spec.cfg.rate_limit`, the quota the answer
 /// announces goes into `quota` as soon as its headers are in. A client
 /// with hooks, header functions or auth sends the Request made for the
-/// round before its admission (by the wrapper's `Io`, `hooks.rs`) and may
+/// round before its admission (by the wrapper's `UserFns`, `hooks.rs`) and may
 /// replace the Response (`afterResponse`).
 async fn run(
     call: &Call,
@@ -391,7 +391,7 @@ async fn run(
     answered: &RefCell<Option<Answered>>,
     quota: &Cell<Option<Quota>>,
 ) -> Result<AttemptEnd, JsValue> {
-    let io = call.layer().io(flag::PER_ATTEMPT);
+    let fns = call.layer().fns(flag::PER_ATTEMPT);
     let own = at.leg.prepared.request().map(Target::request);
     let token = at.leg.prepared.seen();
     at.went(call);
@@ -400,8 +400,8 @@ async fn run(
         Some(answer) => answer.clone(),
         None => settle(send(call, transport, target, signal, at.leg.hedge)?).await?,
     };
-    if let (Some(io), Some(Target::Request { request, .. })) = (io, &own) {
-        match settle(io.after(request, &value, &call.context(at.send.attempt))).await {
+    if let (Some(fns), Some(Target::Request { request, .. })) = (fns, &own) {
+        match settle(fns.after(request, &value, &call.context(at.send.attempt))).await {
             Ok(v) => value = v,
             Err(e) => {
                 discard(&value);
@@ -459,16 +459,16 @@ fn send(
         js_sys::Reflect::set(&init, &"cache".into(), &"no-store".into())?;
         Ok(init)
     };
-    let io = call.layer().any_io();
+    let fns = call.layer().any_fns();
     Ok(match target {
         Target::Url { url, init, .. } if hedge => {
             let init = own(init)?;
             init.set_signal(Some(signal));
-            transport.send(io, url, &init)
+            transport.send(fns, url, &init)
         }
         Target::Url { url, init, .. } => {
             init.set_signal(Some(signal));
-            transport.send(io, url, init)
+            transport.send(fns, url, init)
         }
         Target::Request { request, reuse } => {
             let init = if hedge {
@@ -485,9 +485,9 @@ fn send(
                 js_sys::Reflect::set(&init, &key, &js_sys::Reflect::get(request, &key)?)?;
             }
             if *reuse {
-                transport.send(io, request, &init)
+                transport.send(fns, request, &init)
             } else {
-                transport.send(io, &JsValue::from(request.clone()?), &init)
+                transport.send(fns, &JsValue::from(request.clone()?), &init)
             }
         }
     })

@@ -1,7 +1,10 @@
-//! A client's hooks, auth and header functions as the engine calls them:
-//! the `Io` object of the package's JS wrapper (`pkg-template/core.js`),
-//! which reads and checks those options, calls the user's functions and
-//! keeps the auth refresh shared by a client and its derived clients.
+//! A client's user functions as the engine calls them: the `UserFns`
+//! object of the package's JS wrapper (`pkg-template/core.js`), which reads
+//! and checks the hooks, auth, header functions and `retry.retryOn`, calls
+//! them and the `validate` and `fetch` options the engine hands it (the one
+//! place a user's function is called), and keeps the auth refresh shared
+//! by a client and its derived clients. (Named `Io` before: it does no I/O
+//! of its own; what it is, is the user's functions.)
 //!
 //! # Why in JS
 //!
@@ -27,10 +30,10 @@
 //!
 //! # The seam
 //!
-//! What the `Io` asks of the engine is [`IoFlag`]'s bits, exported to the
+//! What the `UserFns` asks of the engine is [`UserFnFlag`]'s bits, exported to the
 //! wrapper by name; each of its methods that runs hooks gets the attempt's
 //! context as one object (`Call::context`). `tests/e2e/seam.test.mjs` checks
-//! that the wrapper's `Io` has every method declared here and sets only the
+//! that the wrapper's `UserFns` has every method declared here and sets only the
 //! bits exported.
 
 use js_sys::{Function, Promise};
@@ -38,16 +41,16 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 extern "C" {
-    /// `Io` of `pkg-template/core.js`. Its methods are async functions:
+    /// `UserFns` of `pkg-template/core.js`. Its methods are async functions:
     /// they return a promise and never throw. Each one that runs hooks
     /// gets the attempt's context as one object (`Call::context`:
     /// `{ requestId, attempt, method, url }`, made for that call of it),
     /// which its hooks are given as it is, or with the method's own
     /// members added (`beforeRetry`'s `error` and `delayMs`).
-    pub type Io;
-    /// What it asks of the engine: [`IoFlag`] bits, read once.
+    pub type UserFns;
+    /// What it asks of the engine: [`UserFnFlag`] bits, read once.
     #[wasm_bindgen(method, getter)]
-    pub fn flags(this: &Io) -> u32;
+    pub fn flags(this: &UserFns) -> u32;
     /// `{ request, seen }`: what one attempt sends, settled before its
     /// admission: `input` (and `init`) copied, with what the header
     /// functions and the token give (never over a header named in `own`;
@@ -57,7 +60,7 @@ extern "C" {
     /// token of the client's sent).
     #[wasm_bindgen(method)]
     pub fn prepare(
-        this: &Io,
+        this: &UserFns,
         input: &JsValue,
         init: &JsValue,
         own: &str,
@@ -67,30 +70,35 @@ extern "C" {
     /// (a network error) for a `Response.error()`, with an OptionsError
     /// for a hook that failed.
     #[wasm_bindgen(method)]
-    pub fn after(this: &Io, request: &JsValue, response: &JsValue, context: &JsValue) -> Promise;
+    pub fn after(
+        this: &UserFns,
+        request: &JsValue,
+        response: &JsValue,
+        context: &JsValue,
+    ) -> Promise;
     /// `false`: a `beforeRetry` hook stops the retry.
     #[wasm_bindgen(method)]
-    pub fn retry(this: &Io, error: &JsValue, delay_ms: f64, context: &JsValue) -> Promise;
+    pub fn retry(this: &UserFns, error: &JsValue, delay_ms: f64, context: &JsValue) -> Promise;
     /// `retry.retryOn` (`f` the call's own, else undefined: the client's)
     /// on the error of a failed attempt a retry could follow: true, false
     /// or undefined; rejects with an OptionsError naming `retry.retryOn`
     /// when the function threw.
     #[wasm_bindgen(method, js_name = retryOn)]
-    pub fn retry_on(this: &Io, f: &JsValue, error: &JsValue, context: &JsValue) -> Promise;
+    pub fn retry_on(this: &UserFns, f: &JsValue, error: &JsValue, context: &JsValue) -> Promise;
     /// After a 401 to an attempt whose token `read` described as `seen`:
     /// resolves when a refresh of that token has finished since it was
     /// read (at once if one has), rejects with what the refresh threw. A
     /// refresh this call starts is bounded by its `remaining_ms` (then
     /// forgotten, rejecting its waiters).
     #[wasm_bindgen(method)]
-    pub fn refreshed(this: &Io, seen: &JsValue, remaining_ms: f64) -> Promise;
+    pub fn refreshed(this: &UserFns, seen: &JsValue, remaining_ms: f64) -> Promise;
     /// `validate`'s function `f` on `value`, called on `on` (a Standard
     /// Schema's `~standard`, undefined for a predicate): its answer as it
     /// is, which `validate.rs` reads. Throws what `f` threw (the one method
     /// that answers at once: a predicate's verdict is not awaited).
     #[wasm_bindgen(method, catch)]
     pub fn validate(
-        this: &Io,
+        this: &UserFns,
         f: &Function,
         on: &JsValue,
         value: &JsValue,
@@ -99,15 +107,15 @@ extern "C" {
     /// microtask from now (on a clean stack, as `host.js`'s `fetchLater`
     /// calls the global fetch): its promise (`transport.rs`).
     #[wasm_bindgen(method)]
-    pub fn send(this: &Io, f: &Function, request: &JsValue) -> Promise;
+    pub fn send(this: &UserFns, f: &Function, request: &JsValue) -> Promise;
 }
 
-/// What a client's `Io` asks of the engine, the bits of its `flags`.
-/// Exported to the wrapper (the glue's `IoFlag`), which sets them by
+/// What a client's `UserFns` asks of the engine, the bits of its `flags`.
+/// Exported to the wrapper (the glue's `UserFnFlag`), which sets them by
 /// these names: the one numbering both sides use.
 #[wasm_bindgen]
 #[derive(Clone, Copy)]
-pub enum IoFlag {
+pub enum UserFnFlag {
     /// Each attempt sends a Request of its own (header functions, a token,
     /// beforeRequest or afterResponse hooks).
     PerAttempt = 1,
@@ -121,13 +129,13 @@ pub enum IoFlag {
     RetryOn = 16,
 }
 
-/// [`IoFlag`]'s bits, for [`Layer::io`](super::layer::Layer::io).
+/// [`UserFnFlag`]'s bits, for [`Layer::fns`](super::layer::Layer::fns).
 pub mod flag {
-    use super::IoFlag;
+    use super::UserFnFlag;
 
-    pub const PER_ATTEMPT: u32 = IoFlag::PerAttempt as u32;
-    pub const BEFORE_RETRY: u32 = IoFlag::BeforeRetry as u32;
-    pub const REFRESH: u32 = IoFlag::Refresh as u32;
-    pub const MAY_AUTHORIZE: u32 = IoFlag::MayAuthorize as u32;
-    pub const RETRY_ON: u32 = IoFlag::RetryOn as u32;
+    pub const PER_ATTEMPT: u32 = UserFnFlag::PerAttempt as u32;
+    pub const BEFORE_RETRY: u32 = UserFnFlag::BeforeRetry as u32;
+    pub const REFRESH: u32 = UserFnFlag::Refresh as u32;
+    pub const MAY_AUTHORIZE: u32 = UserFnFlag::MayAuthorize as u32;
+    pub const RETRY_ON: u32 = UserFnFlag::RetryOn as u32;
 }

@@ -1,6 +1,6 @@
 //! What one client adds to the engine it shares with the clients derived
 //! from it (`client.extend()`): its hooks, auth and header functions (an
-//! [`Io`]) and its place in the tree that `close()` ends.
+//! [`UserFns`]) and its place in the tree that `close()` ends.
 //!
 //! Why a layer and not a second engine: protection is per backend, not per
 //! module. A derived client shares its parent's breakers, retry budget,
@@ -13,7 +13,7 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 
-use super::hooks::{flag, Io};
+use super::hooks::{flag, UserFns};
 use super::transport::Transport;
 
 thread_local! {
@@ -24,7 +24,7 @@ thread_local! {
 pub struct Layer {
     parent: Option<Rc<Layer>>,
     /// Its functions and their flags, set once (none: a client without).
-    io: OnceCell<(Io, u32)>,
+    fns: OnceCell<(UserFns, u32)>,
     /// A derived client's own `fetch` option (else its parent's, and the
     /// root's is the engine's).
     transport: Option<Transport>,
@@ -46,7 +46,7 @@ impl Layer {
         });
         Rc::new(Layer {
             parent,
-            io: OnceCell::new(),
+            fns: OnceCell::new(),
             transport,
             closed: Cell::new(false),
             listeners: RefCell::default(),
@@ -55,29 +55,29 @@ impl Layer {
     }
 
     /// The client's functions (the wrapper sets them before any call).
-    pub fn set_io(&self, io: Io) {
-        let flags = io.flags();
-        let _ = self.io.set((io, flags));
+    pub fn set_user_fns(&self, fns: UserFns) {
+        let flags = fns.flags();
+        let _ = self.fns.set((fns, flags));
     }
 
-    /// Its `Io`, if it asks for `bit` (a [`flag`]).
-    pub fn io(&self, bit: u32) -> Option<&Io> {
-        self.io
+    /// Its `UserFns`, if it asks for `bit` (a [`flag`]).
+    pub fn fns(&self, bit: u32) -> Option<&UserFns> {
+        self.fns
             .get()
             .filter(|(_, flags)| flags & bit != 0)
-            .map(|(io, _)| io)
+            .map(|(fns, _)| fns)
     }
 
-    /// Its `Io` whatever its flags (the wrapper sets one on every client):
+    /// Its `UserFns` whatever its flags (the wrapper sets one on every client):
     /// a call's `retry.retryOn` is called through it.
-    pub fn any_io(&self) -> Option<&Io> {
-        self.io.get().map(|(io, _)| io)
+    pub fn any_fns(&self) -> Option<&UserFns> {
+        self.fns.get().map(|(fns, _)| fns)
     }
 
     /// Its attempts may carry credentials the call's own headers do not
     /// show: a token, or what a header function or hook adds.
     pub fn may_authorize(&self) -> bool {
-        self.io(flag::MAY_AUTHORIZE).is_some()
+        self.fns(flag::MAY_AUTHORIZE).is_some()
     }
 
     /// Where its attempts go, if not the engine's transport.

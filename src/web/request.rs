@@ -73,7 +73,7 @@ struct Common {
     cfg: CallConfig,
     idem: Option<String>,
     breaker_key: Option<String>,
-    /// The call's own `retry.retryOn` (else its client's `Io` has one).
+    /// The call's own `retry.retryOn` (else its client's `UserFns` has one).
     retry_on: Option<JsValue>,
     /// The header names the call gives itself (lower case, one per line).
     own: String,
@@ -476,7 +476,7 @@ fn dedupe_key(call: &Call, headers: Option<Headers>, rt: ResponseType) -> String
 }
 
 /// The client's `headers` when not a function (a function runs before
-/// every attempt, in the wrapper's `Io`).
+/// every attempt, in the wrapper's `UserFns`).
 fn static_headers(r: &Reader) -> Result<Vec<(String, Option<String>)>> {
     let headers = match r.value("headers")? {
         Some(v) if !v.is_function() => r.record("headers", &v)?,

@@ -24,7 +24,7 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::hooks::Io;
+use super::hooks::UserFns;
 use super::host::{current_fetch, fetch_later, mark_sent, new_request, was_sent, Sent};
 use super::options::Reader;
 use crate::policy::options::OptionsError;
@@ -78,20 +78,20 @@ impl Transport {
     }
 
     /// Sends one attempt: `fetch(input, init)`, or the `fetch` option
-    /// called with `new Request(input, init)` through `io`, the calling
+    /// called with `new Request(input, init)` through `fns`, the calling
     /// client's (`hooks.rs`: the one seam of the user's functions).
-    pub fn send(&self, io: Option<&Io>, input: &JsValue, init: &JsValue) -> js_sys::Promise {
+    pub fn send(&self, fns: Option<&UserFns>, input: &JsValue, init: &JsValue) -> js_sys::Promise {
         let Some(f) = &self.custom else {
             mark_sent(input, init);
             return fetch_later(current_fetch(), input, init);
         };
         match new_request(input, init) {
-            // The wrapper sets an Io on every client: without one (never
+            // The wrapper sets a UserFns on every client: without one (never
             // in the package) the attempt fails as a network error.
-            Ok(request) => match io {
-                Some(io) => {
+            Ok(request) => match fns {
+                Some(fns) => {
                     self.sent.add(&request);
-                    io.send(f, &request)
+                    fns.send(f, &request)
                 }
                 None => js_sys::Promise::reject(&JsValue::UNDEFINED),
             },

@@ -3,7 +3,7 @@
 //! arktype implement, an object whose `~standard.validate(value)` returns
 //! `{ value }` or `{ issues }`, or a promise of one). No validation library
 //! is a dependency: this only calls what it is given, through the client's
-//! `Io` (`hooks.rs`), the one seam of the user's functions.
+//! `UserFns` (`hooks.rs`), the one seam of the user's functions.
 //!
 //! A value is checked once the call's network part has ended with it: the
 //! server answered, so a value that fails is a `ParseError` (with the
@@ -24,7 +24,7 @@ use super::cancel::Cancel;
 use super::convert::get;
 use super::engine::Engine;
 use super::errors::{CallError, ErrorKind};
-use super::hooks::Io;
+use super::hooks::UserFns;
 use super::host::{now_ms, to_promise};
 use super::layer::Layer;
 use super::options::Reader;
@@ -85,14 +85,18 @@ fn is_thenable(v: &JsValue) -> bool {
 impl Validate {
     /// A predicate's verdict on `value` (`Ok(None)`: it passes as it is),
     /// or what a schema answered (a promise of its result, to settle),
-    /// each called through `io`, the client's (`hooks.rs`).
-    fn call(&self, io: Option<&Io>, value: &JsValue) -> Result<Option<js_sys::Promise>, Failed> {
-        // The wrapper sets an Io on every client: without one (never in
+    /// each called through `fns`, the client's (`hooks.rs`).
+    fn call(
+        &self,
+        fns: Option<&UserFns>,
+        value: &JsValue,
+    ) -> Result<Option<js_sys::Promise>, Failed> {
+        // The wrapper sets a UserFns on every client: without one (never in
         // the package) the value fails as a predicate's `false` would.
-        let io = io.ok_or_else(|| thrown(JsValue::UNDEFINED))?;
+        let fns = fns.ok_or_else(|| thrown(JsValue::UNDEFINED))?;
         let (standard, f) = match self {
             Validate::Predicate(f) => {
-                return match io.validate(f, &JsValue::UNDEFINED, value) {
+                return match fns.validate(f, &JsValue::UNDEFINED, value) {
                     // Its answer would come too late to decide, and a
                     // promise is always truthy: an async check is a schema.
                     Ok(v) if is_thenable(&v) => Err(thrown(
@@ -108,7 +112,7 @@ impl Validate {
             }
             Validate::Schema(standard, f) => (standard, f),
         };
-        io.validate(f, standard, value)
+        fns.validate(f, standard, value)
             .map(|result| Some(to_promise(&result)))
             .map_err(thrown)
     }
@@ -167,7 +171,7 @@ impl Check {
     pub async fn check(&self, engine: &Engine, value: JsValue) -> Result<JsValue, CallError> {
         let invalid =
             |(cause, issues): Failed| CallError::new(ErrorKind::Invalid { cause, issues });
-        let e = match self.validate.call(self.layer.any_io(), &value) {
+        let e = match self.validate.call(self.layer.any_fns(), &value) {
             Ok(None) => return Ok(value),
             Err(failed) => invalid(failed),
             Ok(Some(answer)) => {

@@ -152,7 +152,7 @@ test('call options: each read once, inherited members and getters count, a throw
 });
 
 test('client options: createClient() and extend() read fetch once, and headers once in the engine', async () => {
-  // (The wrapper's Io reads `headers` once more, to know a headers function from static headers.)
+  // (The wrapper's UserFns reads `headers` once more, to know a headers function from static headers.)
   const count = (reads, k) => reads.filter((r) => r === k).length;
   const root = logged({ headers: { 'x-a': '1' }, fetch: (r) => fetch(r) });
   const client = await createClient(root.proxy);

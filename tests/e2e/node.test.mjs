@@ -541,7 +541,7 @@ test("a token or headers function reading AsyncLocalStorage reads each request's
 });
 
 test("a fetch option, retry.retryOn and validate reading AsyncLocalStorage read each request's own, on a client without hooks", async () => {
-  // Every user function is called in its call's async context, not only those of the Io's hooks,
+  // Every user function is called in its call's async context, not only those of the UserFns's hooks,
   // header functions and token: a client with none of those ran these in another call's.
   const { AsyncLocalStorage } = await import('node:async_hooks');
   const als = new AsyncLocalStorage();

@@ -114,8 +114,8 @@ const JS_ONLY = {
   baseUrl: { code: 'location.href' }, headers: { words: 'none' }, gatewayTimeoutMs: { words: 'unset' },
   wasm: { words: 'the file beside the package' }, // read by the JS loader (pkg-template/core.js), not the engine
   fetch: { words: 'the global fetch at each attempt' },
-  auth: { words: 'none' }, hooks: { words: 'none' }, // functions, kept by the client's wrapper (core.js Io)
-  'retry.retryOn': { words: 'none' }, // a function, kept beside the call (src/web/call.rs), called through the Io
+  auth: { words: 'none' }, hooks: { words: 'none' }, // functions, kept by the client's wrapper (core.js UserFns)
+  'retry.retryOn': { words: 'none' }, // a function, kept beside the call (src/web/call.rs), called through the UserFns
 };
 
 test('every default in the README table equals the Rust Default impls', (t) => {

@@ -3,7 +3,7 @@
 // defines. This reads both sides' sources and fails when one names
 // something the other does not: a string enum's name a JS function returns
 // that the enum lacks (wasm-bindgen would hand Rust its invalid variant), an
-// IoFlag bit core.js sets that hooks.rs does not export, an event or error
+// UserFnFlag bit core.js sets that hooks.rs does not export, an event or error
 // name one side lists and the other not, a name the engine hands out
 // (retryDenied, phase, breaker state) that index.d.ts does not type. No
 // build, no server.
@@ -71,27 +71,27 @@ test("host.js's isA knows a brand for every class of host.rs's Class", () => {
   assert.deepEqual(keys.sort(), [...names].sort());
 });
 
-test("core.js sets only the IoFlag bits hooks.rs exports, each a bit of its own, and each entry hands it over", () => {
-  const flags = rustEnum('src/web/hooks.rs', 'IoFlag');
+test("core.js sets only the UserFnFlag bits hooks.rs exports, each a bit of its own, and each entry hands it over", () => {
+  const flags = rustEnum('src/web/hooks.rs', 'UserFnFlag');
   const bits = flags.map(([, n]) => n);
   assert.ok(bits.every((n) => Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0), 'powers of two');
   assert.equal(new Set(bits).size, bits.length, 'no bit twice');
-  const used = new Set([...core.matchAll(/IoFlag\.(\w+)/g)].map((m) => m[1]));
+  const used = new Set([...core.matchAll(/UserFnFlag\.(\w+)/g)].map((m) => m[1]));
   const names = flags.map(([v]) => v);
-  assert.deepEqual([...used].filter((u) => !names.includes(u)), [], 'IoFlag members core.js uses that hooks.rs lacks');
+  assert.deepEqual([...used].filter((u) => !names.includes(u)), [], 'UserFnFlag members core.js uses that hooks.rs lacks');
   assert.doesNotMatch(core, /\bflags\s*&\s*~?\d/, 'a flag bit written as a number in core.js');
   for (const entry of ['index.js', 'node.js', 'workerd.js']) {
-    assert.match(read(`pkg-template/${entry}`), /const glue = \{[^}]*\bIoFlag\b/, `${entry} hands IoFlag to core.js`);
+    assert.match(read(`pkg-template/${entry}`), /const glue = \{[^}]*\bUserFnFlag\b/, `${entry} hands UserFnFlag to core.js`);
   }
 });
 
-test("every method hooks.rs calls on the Io is one of core.js's class Io", () => {
+test("every method hooks.rs calls on the UserFns is one of core.js's class UserFns", () => {
   const block = /extern "C" \{([\s\S]*?)\n\}/.exec(read('src/web/hooks.rs'))[1];
   const called = [...block.matchAll(/#\[wasm_bindgen\(method(?:, getter)?(?:, catch)?(?:, js_name = (\w+))?\)\]\s*(?:#\[[^\]]*\]\s*)*pub fn (\w+)/g)]
     .map(([, js, rust]) => js ?? rust);
-  assert.ok(called.length >= 5, `hooks.rs declares the Io's methods (${called})`);
-  const io = core.slice(core.indexOf('class Io {'), core.indexOf('\n}\n', core.indexOf('class Io {')));
-  for (const m of called) assert.match(io, new RegExp(`\\n  (?:async |get )?${m}\\(|this\\.${m} = `), `core.js's Io has ${m}`);
+  assert.ok(called.length >= 5, `hooks.rs declares the UserFns's methods (${called})`);
+  const fns = core.slice(core.indexOf('class UserFns {'), core.indexOf('\n}\n', core.indexOf('class UserFns {')));
+  for (const m of called) assert.match(fns, new RegExp(`\\n  (?:async |get )?${m}\\(|this\\.${m} = `), `core.js's UserFns has ${m}`);
 });
 
 /** Every Rust file under src/web, as one text. */

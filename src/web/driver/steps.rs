@@ -5,7 +5,7 @@
 //! settled, `retry.retryOn`); after a 401 to an attempt
 //! that carried a token, the shared refresh. What each
 //! may change is the policy core's to decide (`Guard::veto_retry`,
-//! `Guard::replay`); here the client's `Io` (`hooks.rs`) is only asked,
+//! `Guard::replay`); here the client's `UserFns` (`hooks.rs`) is only asked,
 //! within the call's deadline and until it is cancelled.
 
 use wasm_bindgen::JsValue;
@@ -38,14 +38,14 @@ pub(super) enum Step {
 
 /// Before each attempt's admission (README, "Hooks"):
 /// the Request it sends, with what the client's header functions and
-/// token give, through its beforeRequest hooks (`Io::prepare`), within
+/// token give, through its beforeRequest hooks (`UserFns::prepare`), within
 /// the deadline and until the call is cancelled, holding no slot: a
 /// hook may call the same client. The attempt sends that Request as it
 /// is (never read again), and its admission judges it: the holds and
 /// quotas it obeys and sets are those of its credentials as sent
 /// (README, "Server clients"), a refreshed token's after a 401's replay, and its
 /// Idempotency-Key as sent decides whether it may be replayed
-/// (`CallState::key_sent`). A client without an `Io` that makes a
+/// (`CallState::key_sent`). A client without an `UserFns` that makes a
 /// Request sends the call's own: its headers say whom it speaks for. A
 /// function that fails ends the call (nothing sent, no sample).
 pub(super) async fn prepare(
@@ -53,11 +53,11 @@ pub(super) async fn prepare(
     deadline: &Deadline,
     attempt: u32,
 ) -> Result<Prepared, Halt> {
-    let Some(io) = call.layer().io(flag::PER_ATTEMPT) else {
+    let Some(fns) = call.layer().fns(flag::PER_ATTEMPT) else {
         return Ok(Prepared(JsValue::UNDEFINED));
     };
     let (input, init) = call.target.parts();
-    let asked = settle(io.prepare(&input, &init, call.own(), &call.context(attempt)));
+    let asked = settle(fns.prepare(&input, &init, call.own(), &call.context(attempt)));
     match call
         .cancel
         .within(deadline.remaining(now_ms()), asked)
@@ -85,7 +85,7 @@ pub(super) async fn shared_key(
     key: String,
     signal: Option<&AbortSignal>,
 ) -> Option<String> {
-    if call.layer().io(flag::MAY_AUTHORIZE).is_none() {
+    if call.layer().fns(flag::MAY_AUTHORIZE).is_none() {
         return Some(key);
     }
     let id = engine.enter(call.layer(), &call.cancel)?;
@@ -123,7 +123,7 @@ fn who(call: &Call, prepared: &Prepared) -> Credentials {
 
 impl Drive<'_> {
     /// What admission judges of the attempt that sends `prepared`: its
-    /// credentials, and (a Request the client's `Io` made, which its
+    /// credentials, and (a Request the client's `UserFns` made, which its
     /// hooks may have rebuilt) its Idempotency-Key as sent.
     pub(super) fn judge(&mut self, prepared: &Prepared) {
         self.c.set_credentials(who(self.call, prepared));
@@ -149,12 +149,12 @@ impl Drive<'_> {
     ) -> (Verdict, Result<(), CallError>) {
         let (engine, call) = (self.engine, self.call);
         let mut asked = Ok(());
-        if let Some((io, f)) = call.retry_on() {
+        if let Some((fns, f)) = call.retry_on() {
             let asks = engine
                 .guard()
                 .asks_predicate(&self.c, &end.as_ended(offline));
             if let Some(error) = end.error(&call.cancel, offline).filter(|_| asks) {
-                let said = io.retry_on(&f, &error.to_js(), &call.context(send.attempt));
+                let said = fns.retry_on(&f, &error.to_js(), &call.context(send.attempt));
                 let ms = self.c.deadline.remaining(now_ms());
                 match call.cancel.within(ms, settle(said)).await {
                     Ok(Ok(said)) => self.c.predicate_said(said.as_bool()),
@@ -184,14 +184,14 @@ impl Drive<'_> {
         attempt: u32,
     ) -> Result<Verdict, CallError> {
         let call = self.call;
-        let (Verdict::Retry { delay_ms }, Some(io)) =
-            (verdict, call.layer().io(flag::BEFORE_RETRY))
+        let (Verdict::Retry { delay_ms }, Some(fns)) =
+            (verdict, call.layer().fns(flag::BEFORE_RETRY))
         else {
             return Ok(verdict);
         };
         let now = now_ms();
         let error = err.to_js();
-        let asked = settle(io.retry(&error, delay_ms, &call.context(attempt)));
+        let asked = settle(fns.retry(&error, delay_ms, &call.context(attempt)));
         let answer = call
             .cancel
             .within(self.c.deadline.remaining(now), asked)
@@ -232,7 +232,7 @@ impl Drive<'_> {
         quota: Option<&Quota>,
     ) -> Step {
         let call = self.call;
-        let (Some(seen), Some(io)) = (end.unauthorized(), call.layer().io(flag::REFRESH)) else {
+        let (Some(seen), Some(fns)) = (end.unauthorized(), call.layer().fns(flag::REFRESH)) else {
             return Step::Settle(end);
         };
         let replay = self.decide(|g, c| g.replay(c, send.permit, quota, now_ms()));
@@ -240,7 +240,7 @@ impl Drive<'_> {
             return Step::Settle(end);
         }
         let remaining = self.c.deadline.remaining(now_ms());
-        let wait = settle(io.refreshed(seen, remaining));
+        let wait = settle(fns.refreshed(seen, remaining));
         let refreshed = call.cancel.within(remaining, wait).await;
         let (err, response) = match end.into_result(&call.cancel, false) {
             Ok(v) => return Step::Done(Ok(v)),
