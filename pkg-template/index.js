@@ -8,6 +8,7 @@
 // (core.js, earlyWasm); a page can start it sooner still with a preload tag
 // (README, "Preloading the wasm").
 import './preflight.js';
+import { Client, UserFnFlag, finish, imports } from './stormguard.js';
 import { OptionsError, earlyWasm, fetchWasm, loadWasm, makeCreateClient } from './core.js';
 
 export {
@@ -41,30 +42,12 @@ function besideOrFix() {
   }
 }
 
-/**
- * What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs):
- * the engine's wasm-bindgen glue, imported apart (a chunk of its own in a bundle) from the moment this
- * module is evaluated, as the wasm is fetched. Not on the critical path: a page's first requests go
- * through the boot build (boot.js) while the engine and its glue load.
- */
-let importing;
-const theGlue = () =>
-  (importing ??= import('./stormguard.js').then(({ Client, UserFnFlag, finish, imports }) => {
-    const glue = { Client, UserFnFlag, finish, imports };
-    return glue;
-  }));
-Promise.resolve().then(theGlue).catch(() => {}); // a failure is the load's (below) to report
+/** What core.js instantiates the module with (the glue's initSync is left out: see scripts/build.mjs). */
+const glue = { Client, UserFnFlag, finish, imports };
 
 export const { createClient, createClientSync } = makeCreateClient(async (source, signal) => {
   if (source !== undefined) early.cancel();
-  const loaded = await theGlue().catch((e) => {
-    importing = undefined; // tried again by the next load
-    throw new OptionsError(`stormguard: its engine's glue (stormguard.js) could not be loaded: ${e?.message ?? e}`, {
-      option: 'wasm',
-      cause: e,
-    });
-  });
-  await loadWasm(loaded, source, async (value) => {
+  await loadWasm(glue, source, async (value) => {
     if (value === undefined) {
       const started = early.take(signal);
       if (started) return started;
@@ -72,5 +55,5 @@ export const { createClient, createClientSync } = makeCreateClient(async (source
     const url = value === undefined ? besideOrFix() : new URL(value, base());
     return { input: await fetchWasm(url, { signal }), where: url.href };
   });
-  return loaded;
+  return glue;
 });
