@@ -642,10 +642,25 @@ test('createClientSync installed as the global fetch before its wasm is in: one 
       return scenario(await import('/pkg/index.js'), u);
     }, [String(scenario), url('page')]);
     assert.deepEqual(chromium, [200, 1, 1], 'chromium');
+    // The same from a module that imports the package statically (as an app's bundle, or the WPT run's
+    // install script, does): the client is made and installed in the same turn as the package's
+    // evaluation, before any microtask. While the browser entry imported the engine's glue with
+    // import() (b3edc6d until 9e1b9c1), the load awaited it before fetching the wasm, so the download
+    // went through the global fetch of that moment, the client itself, which waited for that wasm: no
+    // call ever went (the WPT run's config s timed out in every file).
+    await fresh.goto(`${servers.site}/README.md`);
+    await fresh.addScriptTag({
+      type: 'module',
+      content: `import * as stormguard from '/pkg/index.js';
+        const scenario = ${scenario};
+        scenario(stormguard, ${JSON.stringify(url('module'))}).then((r) => { window.installed = r; }, (e) => { window.installed = String(e); });`,
+    });
+    await fresh.waitForFunction(() => window.installed !== undefined, null, { timeout: 15000 });
+    assert.deepEqual(await fresh.evaluate(() => window.installed), [200, 1, 1], 'chromium, installed at module scope');
   } finally {
     await fresh.close();
   }
-  for (const host of ['node', 'page']) assert.equal((await log(`fn-sync-installed-${host}`)).length, 1, host);
+  for (const host of ['node', 'page', 'module']) assert.equal((await log(`fn-sync-installed-${host}`)).length, 1, host);
 });
 
 test('two copies of the package (two bundles), both installed: one request on the wire', async (t) => {
