@@ -550,24 +550,27 @@ impl Breakers {
         c.run.sent = self.origins.seen();
         self.log.push(key, c.refresh(now_ms));
         let burst = self.held(key);
+        // Held: the origin's probe, when no probe of the origin is out (one
+        // sent for an earlier run included) and its time has come.
+        let free = burst.is_some_and(|id| {
+            !probing(&self.circuits, key)
+                && self
+                    .origins
+                    .by_id(id)
+                    .is_some_and(|r| now_ms >= r.probe_at - EARLY_MS)
+        });
         let Some(c) = circuit(&mut self.circuits, key) else {
             return Ok(Permit::Normal);
         };
         let Some(id) = burst else {
             return c.acquire(&self.cfg, now_ms, rand01);
         };
-        // Held: the origin's probe, when none is out and its time has come.
-        let free = self
-            .origins
-            .by_id(id)
-            .is_some_and(|r| r.probing == 0 && now_ms >= r.probe_at - EARLY_MS);
         if !free {
             return Err(0.0);
         }
         let permit = c.acquire(&self.cfg, now_ms, rand01)?;
         c.origin_probes += 1;
         if let Some(r) = self.origins.by_id(id) {
-            r.probing += 1;
             r.scheduled = false;
         }
         Ok(match permit {
@@ -620,11 +623,12 @@ impl Breakers {
         let c = circuit(&mut self.circuits, key)?;
         self.log.push(key, c.refresh(now_ms));
         let id = self.held(key)?;
+        let probing = probing(&self.circuits, key);
         let r = self.origins.by_id(id)?;
         Some(Burst {
             run: id,
             lost: r.lost,
-            probing: r.probing > 0,
+            probing,
             probe_in_ms: if now_ms >= r.probe_at - EARLY_MS {
                 0.0
             } else {
@@ -650,11 +654,11 @@ impl Breakers {
             .ok()
             .and_then(|i| self.circuits.get(i))
             .is_some_and(|(_, c, _)| c.run.together_in(&run));
-        if !failed_in_it {
+        if !failed_in_it || probing(&self.circuits, key) {
             return;
         }
         if let Some(r) = self.origins.by_id(run.id) {
-            if !r.scheduled && r.probing == 0 {
+            if !r.scheduled {
                 r.probe_at = now_ms + delay_ms.max(0.0);
                 r.scheduled = true;
             }
@@ -693,21 +697,19 @@ impl Breakers {
             return;
         };
         let probed = permit == Permit::Origin;
-        let probe_run = c.run.id;
-        if probed {
-            if let Some(r) = self.origins.by_id(probe_run) {
-                r.probing = r.probing.saturating_sub(1);
-            }
-        }
-        let mut wake = if probed || permit == Permit::Probe {
-            probe_run
-        } else {
-            0
+        // The origin's probe is the current run's, even one sent for a run
+        // that has ended since (a success elsewhere): no other went while
+        // it was out, and the current run's waiters wait for it.
+        let current = self.origins.current(origin).map_or(0, |r| r.id);
+        let mut wake = match permit {
+            Permit::Origin => current,
+            Permit::Probe => c.run.id,
+            Permit::Normal => 0,
         };
         match sample {
             Sample::Failure => {
                 let run = self.origins.failure(origin, &mut c.run);
-                if probed && run.id == probe_run {
+                if probed && run.id == current {
                     if let Some(r) = self.origins.by_id(run.id) {
                         r.lost = r.lost.saturating_add(1);
                     }
@@ -739,10 +741,7 @@ impl Breakers {
     /// Also for a key held by its origin's burst while the origin's probe
     /// is out. None when `key` is neither: the refusal stands.
     pub fn wait(&mut self, key: &str) -> Option<ProbeWaiter> {
-        let held = self
-            .held(key)
-            .and_then(|id| self.origins.by_id(id))
-            .is_some_and(|r| r.probing > 0);
+        let held = self.held(key).is_some() && probing(&self.circuits, key);
         let c = circuit(&mut self.circuits, key)?;
         if c.state != State::HalfOpen && !held {
             return None;
@@ -942,27 +941,35 @@ impl Breakers {
             }
         }
         let victim = idle.or(any).map(|(i, _)| i);
-        let Some((_, mut c, _)) = victim.map(|i| self.circuits.remove(i)) else {
+        let Some((key, mut c, _)) = victim.map(|i| self.circuits.remove(i)) else {
             return false;
         };
         self.log.release(&mut c);
-        // It may have held its run's probe: the run's waiters ask again.
-        if c.origin_probes > 0 {
-            if let Some(r) = self.origins.by_id(c.run.id) {
-                r.probing = r.probing.saturating_sub(c.origin_probes);
-            }
-        }
-        if c.run.id != 0 {
-            for (_, other, _) in self
-                .circuits
-                .iter_mut()
-                .filter(|(_, o, _)| o.run.id == c.run.id)
-            {
-                self.log.release(other);
-            }
+        // It may have held its origin's probe: the current run's waiters
+        // ask again, and its own run's.
+        let probed = origin_of(&key)
+            .and_then(|o| self.origins.current(o))
+            .filter(|_| c.origin_probes > 0)
+            .map_or(0, |r| r.id);
+        for (_, other, _) in self
+            .circuits
+            .iter_mut()
+            .filter(|(_, o, _)| o.run.id != 0 && (o.run.id == c.run.id || o.run.id == probed))
+        {
+            self.log.release(other);
         }
         true
     }
+}
+
+/// A probe of `key`'s origin is out ([`Permit::Origin`], counted by the key
+/// it went for): one at a time over the origin, whichever run it went for.
+fn probing(circuits: &[(String, Box<Circuit>, u64)], key: &str) -> bool {
+    let origin = origin_of(key);
+    origin.is_some()
+        && circuits
+            .iter()
+            .any(|(k, c, _)| c.origin_probes > 0 && origin_of(k) == origin)
 }
 
 /// Where `key` is in `circuits`, or where it would go.
@@ -1958,6 +1965,40 @@ mod tests {
         let _ = b.acquire(X, 10.0, 0.5);
         assert!(b.drain_released().contains(&w));
         assert_eq!(b.acquire(B, 10.0, 0.5), Err(0.0), "A's probe is still out");
+    }
+
+    #[test]
+    fn a_probe_out_when_its_burst_ended_is_the_next_bursts_one_probe() {
+        // The proptest's case (proptest-regressions/policy/breaker.txt),
+        // shrunk by hand.
+        const D: &str = "GET https://api.example/search";
+        const E: &str = "GET https://api.example/cart";
+        const G: &str = "GET https://api.example/items";
+        let mut b = Breakers::new(BreakerConfig::default());
+        failed_burst(&mut b, 0.0);
+        let p = b.acquire(A, 10.0, 0.5).unwrap();
+        assert_eq!(p, Permit::Origin);
+        // D, outside the burst, answers: the burst is over, A's probe is
+        // still out.
+        call(&mut b, D, S, 11.0).unwrap();
+        assert_eq!(b.burst(B, 11.0), None);
+        // A second burst over other endpoints of the origin, its probe's
+        // time come: it waits for A's, one probe at a time per origin.
+        together(
+            &mut b,
+            &[(D, F), (D, F), (E, F), (E, F), (G, F), (G, F)],
+            20.0,
+        );
+        assert_eq!(b.acquire(E, 22.0, 0.5), Err(0.0), "two origin probes out");
+        assert!(b.burst(E, 22.0).unwrap().probing);
+        let w = b.wait(E).unwrap();
+        // A's probe decides nothing (aborted): the waiter asks again and
+        // goes as the one probe; A's return freed no second one.
+        b.record(A, p, Sample::Ignored, 30.0);
+        assert_eq!(b.drain_released(), [w]);
+        assert_eq!(b.acquire(E, 30.0, 0.5), Ok(Permit::Origin));
+        assert_eq!(b.acquire(G, 30.0, 0.5), Err(0.0));
+        assert!(b.wait(G).is_some());
     }
 
     #[test]

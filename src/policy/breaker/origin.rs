@@ -47,8 +47,6 @@ pub(super) struct Run {
     pub keys: u32,
     /// Keys that failed at least twice in the run.
     pub repeated: u32,
-    /// The origin's probe permits out (one at a time).
-    pub probing: u32,
     /// The origin's probes that failed in the run.
     pub lost: u32,
     /// No probe goes before this time (when a retry of the burst would
@@ -77,7 +75,6 @@ impl Run {
         failures: 0,
         keys: 0,
         repeated: 0,
-        probing: 0,
         lost: 0,
         probe_at: 0.0,
         scheduled: false,
