@@ -772,6 +772,25 @@ function onAbort(signal, fn) {
   };
 }
 
+/**
+ * `options` with its members `keys` read once, for the wrapper and the engine alike: an object
+ * over it that holds what each read gave (the rest still read from `options`, inherited members
+ * and getters as the engine reads them). A member whose read threw is left for the engine to read
+ * and name; anything but an object is given back as it is (the engine rejects it or reads none).
+ */
+function readOnce(options, keys) {
+  if (options === null || typeof options !== 'object') return options;
+  const d = {};
+  for (const k of keys) {
+    try {
+      d[k] = { value: options[k] };
+    } catch {
+      // the engine reads it again and names it
+    }
+  }
+  return Object.create(options, d);
+}
+
 /** A call's options with `deadlineMs` (the rest of its deadline) over them, nothing else changed. */
 function withDeadline(options, ms) {
   if (options === undefined || options === null) return { deadlineMs: ms };
@@ -991,6 +1010,7 @@ class Client {
    */
   extend(options) {
     if (this.#final) return new Client(null, null, this.#final, this.#original);
+    options = readOnce(options, ['deadlineMs']); // by the wait below, the engine and the UserFns
     if (!this.#c) {
       const build = () =>
         this.#whenBuilt().then(() => {
@@ -1007,6 +1027,7 @@ class Client {
 
   /** The engine's client derived with `options`, and its functions. */
   #derive(options) {
+    options = readOnce(options, ['headers', 'retry']); // by the engine and the UserFns
     this.#depth++;
     try {
       const inner = this.#c.extend(options, undefined);
@@ -1037,7 +1058,7 @@ class Client {
 
   request(url, options) {
     if (!this.#c && !this.#final) return this.#later('request', url, options);
-    return this.#beforeError(this.#call('request', url, options), options);
+    return this.#beforeError('request', url, options);
   }
 
   fetch(input, init = undefined) { // length 1, as fetch's
@@ -1050,28 +1071,32 @@ class Client {
       if (was === 'pass on') return passOn(this.#original, input, init);
     }
     if (!this.#c && !this.#final) return this.#later('fetch', input, init);
-    return this.#beforeError(this.#call('fetch', input, init), init, input);
+    return this.#beforeError('fetch', input, init);
   }
 
   /**
-   * The client's beforeError hooks on what `p` rejects with, bounded as the
-   * call is: the wait for them ends at the call's deadline (the call's own
-   * error), when its signal aborts or this client (or one it derives from)
-   * is closed (the call's abort). fetch() (`input` given) rejects as the
+   * The call `this[method](input, options)`, with the client's beforeError
+   * hooks on what it rejects with, bounded as the call is: the wait for
+   * them ends at the call's deadline (the call's own error), when its
+   * signal aborts or this client (or one it derives from) is closed (the
+   * call's abort). fetch() rejects as the
    * host's fetch does: the hooks see the StormguardError its rejection
    * carries as `cause`, and what they return is rejected with as fetch
    * would (a caller's abort reason, which carries none, is left as it is).
    */
-  #beforeError(p, options, input) {
+  #beforeError(method, input, options) {
     const fns = this.#fns;
-    if (!fns?.hooks.beforeError.length) return p;
-    const asFetch = arguments.length > 2;
+    if (!fns?.hooks.beforeError.length) return this.#call(method, input, options);
+    const asFetch = method === 'fetch';
+    // Read once, for the wait here and the engine.
+    options = readOnce(options, ['deadlineMs', 'signal']);
     let deadlineMs, signal;
     try {
       ({ deadlineMs, signal } = options ?? {});
     } catch {
-      // the engine has rejected it already
+      // the engine rejects it
     }
+    const p = this.#call(method, input, options);
     if (signal === undefined && asFetch && input instanceof Request) signal = input.signal;
     const until = performance.now() + (typeof deadlineMs === 'number' ? deadlineMs : fns.deadlineMs);
     return p.catch(async (e) => {
@@ -1544,6 +1569,7 @@ export function makeCreateClient(load) {
    * `original`: the global fetch when the client was created (now it may be the client, installed).
    */
   function build(options, original) {
+    options = readOnce(options, ['headers', 'retry']); // by the engine and the UserFns
     let inner;
     try {
       inner = new wasm.Client(options, original);
@@ -1577,6 +1603,8 @@ export function makeCreateClient(load) {
     } catch (e) {
       bad = e;
     }
+    const given = options; // as the boot build judges it (boot.js, plan)
+    options = readOnce(options, ['deadlineMs']); // by the wait for the module, the engine and the UserFns
     const ms = loadDeadline(options);
     if (wasm && !bad) {
       // The module is in: the client is made now, as createClient makes it.
@@ -1600,7 +1628,7 @@ export function makeCreateClient(load) {
       ms,
       original,
       null,
-      bad ? undefined : options ?? {},
+      bad ? undefined : given ?? {},
     );
   }
 

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../server/server.mjs';
-import { createClient, isStormguardError, OptionsError } from '../../pkg/node.js';
+import { createClient, createClientSync, isStormguardError, OptionsError } from '../../pkg/node.js';
 import { initSync } from '../../pkg/stormguard.js';
 
 /** The instance's linear memory among its exports (whose names the build minifies: scripts/minify-names.mjs). */
@@ -151,17 +151,47 @@ test('call options: each read once, inherited members and getters count, a throw
   client.close();
 });
 
-test('client options: createClient() and extend() read fetch once, and headers once in the engine', async () => {
-  // (The wrapper's UserFns reads `headers` once more, to know a headers function from static headers.)
+test('client options: createClient(), createClientSync() and extend() read each of fetch, headers, retry and deadlineMs once', async () => {
+  // The wrapper and the engine share what was read: the load's wait, the engine and the client's
+  // functions (UserFns) each need deadlineMs, both headers and retry.
   const count = (reads, k) => reads.filter((r) => r === k).length;
-  const root = logged({ headers: { 'x-a': '1' }, fetch: (r) => fetch(r) });
+  const once = (reads) => assert.deepEqual(['fetch', 'headers', 'retry', 'deadlineMs'].map((k) => count(reads, k)), [1, 1, 1, 1], `${reads}`);
+  const given = (h) => ({ headers: { [h]: '1' }, fetch: (r) => fetch(r), retry: { retryOn: () => undefined }, deadlineMs: 5000 });
+  const root = logged(given('x-a'));
   const client = await createClient(root.proxy);
-  assert.deepEqual([count(root.reads, 'fetch'), count(root.reads, 'headers')], [1, 2], `${root.reads}`);
-  const child = logged({ headers: { 'x-b': '1' }, fetch: (r) => fetch(r) });
+  once(root.reads);
+  const child = logged(given('x-b'));
   const derived = client.extend(child.proxy);
-  assert.deepEqual([count(child.reads, 'fetch'), count(child.reads, 'headers')], [1, 2], `${child.reads}`);
+  once(child.reads);
   const body = await derived.request(`${server.url}/echo?id=client-reads`);
   assert.deepEqual([body.headers['x-a'], body.headers['x-b']], ['1', '1']);
+  // Made before the engine is in, and derived from such a client: read once too.
+  const early = logged(given('x-c'));
+  const sync = createClientSync(early.proxy);
+  const late = logged(given('x-d'));
+  const lateChild = sync.extend(late.proxy);
+  await lateChild.ready;
+  once(early.reads);
+  once(late.reads);
+  sync.close();
+  client.close();
+});
+
+test('a call with a beforeError hook: its deadlineMs and signal read once', async () => {
+  const client = await createClient({ hooks: { beforeError: [(e) => e] } });
+  const count = (reads, k) => reads.filter((r) => r === k).length;
+  const signal = new AbortController().signal;
+  const req = logged({ deadlineMs: 5000, signal });
+  await client.request(`${server.url}/echo?id=error-reads`, req.proxy);
+  assert.deepEqual([count(req.reads, 'deadlineMs'), count(req.reads, 'signal')], [1, 1], `${req.reads}`);
+  const init = logged({ deadlineMs: 5000, signal });
+  await client.fetch(`${server.url}/echo?id=error-reads`, init.proxy);
+  assert.deepEqual([count(init.reads, 'deadlineMs'), count(init.reads, 'signal')], [1, 1], `${init.reads}`);
+  // The hook still sees the call's error, within its deadline.
+  const failing = logged({ deadlineMs: 5000, signal, retry: false });
+  const e = await client.request(`${server.url}/status/503?id=error-reads`, failing.proxy).catch((x) => x);
+  assert.ok(isStormguardError(e) && e.name === 'HttpError', `${e?.name}`);
+  assert.deepEqual([count(failing.reads, 'deadlineMs'), count(failing.reads, 'signal')], [1, 1], `${failing.reads}`);
   client.close();
 });
 
