@@ -269,6 +269,9 @@ test('100k calls mixing success, failure, timeout and abort leave memory flat', 
 test('exactly-once writes: 1000 keyed POSTs with 30 % dropped responses execute once per key', async () => {
   const client = await createClient({
     retry: { baseDelayMs: 1, maxDelayMs: 5 }, budget: false, breaker: false, concurrency: { max: 32, queue: 1000 },
+    // The test is about executions per key, not speed: 1000 calls through 32 slots on a machine loaded
+    // by a parallel build took longer than the default 20 s deadline, failing hundreds by time alone.
+    deadlineMs: 120000,
   });
   const keys = Array.from({ length: 1000 }, (_, i) => `order-${i}-${Math.random().toString(36).slice(2)}`);
   const results = await Promise.all(keys.map((k) =>
@@ -279,7 +282,9 @@ test('exactly-once writes: 1000 keyed POSTs with 30 % dropped responses execute 
   console.log(`exactly-once: ${keys.length} calls, ${failed.length} failed after retries, ${executions} executions, ${distinct} distinct keys, ${client.stats().retries} retries`);
   assert.equal(executions, distinct, 'one execution per key');
   assert.equal(distinct, keys.length);
-  assert.ok(failed.length <= 5, `${failed.length} calls failed`);
+  const why = {};
+  for (const e of failed) why[`${e.name}${e.phase ? ` ${e.phase}` : ''}`] = (why[`${e.name}${e.phase ? ` ${e.phase}` : ''}`] ?? 0) + 1;
+  assert.ok(failed.length <= 5, `${failed.length} calls failed: ${JSON.stringify(why)}`);
   assert.ok(results.filter((r) => !(r instanceof Error)).every((b) => b.key && typeof b.executed === 'number'));
 
   const noKey = await client.request(`${server.url}/drop?id=exactly-once-nokey`, { method: 'POST', body: {} }).catch((e) => e);
