@@ -791,6 +791,17 @@ function readOnce(options, keys) {
   return Object.create(options, d);
 }
 
+const isPlain = (o) => o !== null && typeof o === 'object' && [Object.prototype, null].includes(Object.getPrototypeOf(o));
+
+/** `o`'s own members, each read once; `o` itself when a read throws (the engine reads it again and names it). */
+function copied(o) {
+  try {
+    return { ...o };
+  } catch {
+    return o;
+  }
+}
+
 /** A call's options with `deadlineMs` (the rest of its deadline) over them, nothing else changed. */
 function withDeadline(options, ms) {
   if (options === undefined || options === null) return { deadlineMs: ms };
@@ -909,6 +920,9 @@ class Client {
   async #later(method, a, b) {
     const asFetch = method === 'fetch';
     const started = performance.now();
+    // Read once, for this wait, the boot build and the engine alike: a request()'s plain options are
+    // copied (the boot build sends only plain ones), any other options read through readOnce.
+    b = method === 'request' && isPlain(b) ? copied(b) : readOnce(b, ['deadlineMs', 'signal']);
     let given, signal;
     try {
       ({ deadlineMs: given, signal } = b ?? {});

@@ -177,6 +177,19 @@ test('client options: createClient(), createClientSync() and extend() read each 
   client.close();
 });
 
+test('a call made before the engine is in: its options read once, the wait and the engine alike', async () => {
+  const count = (reads, k) => reads.filter((r) => r === k).length;
+  const signal = new AbortController().signal;
+  for (const method of ['request', 'schema', 'fetch']) {
+    const client = createClientSync();
+    const opts = logged({ deadlineMs: 5000, signal, timeoutMs: 4000, headers: { 'x-a': '1' } });
+    const r = await client[method](`${server.url}/echo?id=early-reads-${method}`, opts.proxy);
+    assert.ok(method !== 'schema' || r.source === 'network', `${method}: ${r?.source}`);
+    for (const k of ['deadlineMs', 'signal', 'timeoutMs', 'headers']) assert.equal(count(opts.reads, k), 1, `${method}: ${opts.reads}`);
+    client.close();
+  }
+});
+
 test('a call with a beforeError hook: its deadlineMs and signal read once', async () => {
   const client = await createClient({ hooks: { beforeError: [(e) => e] } });
   const count = (reads, k) => reads.filter((r) => r === k).length;
