@@ -680,6 +680,19 @@ mod tests {
     }
 
     /// A call's spec for as long as the test runs.
+    /// A page load's calls: 6 over 3 endpoints of one backend, two each.
+    pub(super) fn page_specs(cc: &CallConfig) -> Vec<&'static Spec> {
+        ["user", "user", "orders", "orders", "stock", "stock"]
+            .iter()
+            .map(|path| {
+                &*Box::leak(Box::new(Spec {
+                    key: format!("GET https://api.example/{path}"),
+                    ..spec(cc, "GET").clone()
+                }))
+            })
+            .collect()
+    }
+
     pub(super) fn spec(cfg: &CallConfig, method: &str) -> &'static Spec {
         Box::leak(Box::new(Spec {
             key: KEY.to_string(),
@@ -1712,15 +1725,7 @@ mod tests {
         client.budget = None;
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
-        let specs: Vec<&'static Spec> = ["user", "user", "orders", "orders", "stock", "stock"]
-            .iter()
-            .map(|path| {
-                &*Box::leak(Box::new(Spec {
-                    key: format!("GET https://api.example/{path}"),
-                    ..spec(&cc, "GET").clone()
-                }))
-            })
-            .collect();
+        let specs = page_specs(&cc);
         let mut calls: Vec<CallState> = specs.iter().map(|s| g.start(s, 0.0)).collect();
         let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(&mut g, c, 0.0)).collect();
         for (c, a) in calls.iter_mut().zip(&attempts) {

@@ -188,22 +188,14 @@ fn spread(c: &CallState, now: f64, max_wait: f64, rand01: f64) -> Option<Admissi
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 mod tests {
-    use super::super::tests::{call_cfg, cfg, send, settle, spec, UNAVAILABLE};
+    use super::super::tests::{call_cfg, cfg, page_specs, send, settle, UNAVAILABLE};
     use super::*;
 
     /// A fresh client's page load in a blip: 6 calls over 3 endpoints of
     /// one backend, all out at once, all answered 503 at `t = 5`. The
     /// default budget (3 + 10 % of 6 calls) grants 3 retries.
     fn page(g: &mut Guard, cc: &CallConfig) -> Vec<CallState<'static>> {
-        let specs: Vec<&'static Spec> = ["user", "user", "orders", "orders", "stock", "stock"]
-            .iter()
-            .map(|path| {
-                &*Box::leak(Box::new(Spec {
-                    key: format!("GET https://api.example/{path}"),
-                    ..spec(cc, "GET").clone()
-                }))
-            })
-            .collect();
+        let specs = page_specs(cc);
         let mut calls: Vec<CallState> = specs.iter().map(|s| g.start(s, 0.0)).collect();
         let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(g, c, 0.0)).collect();
         for (c, a) in calls.iter_mut().zip(&attempts) {
@@ -390,15 +382,7 @@ mod tests {
         let client = cfg();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
-        let specs: Vec<&'static Spec> = ["user", "user", "orders", "orders", "stock", "stock"]
-            .iter()
-            .map(|path| {
-                &*Box::leak(Box::new(Spec {
-                    key: format!("GET https://api.example/{path}"),
-                    ..spec(&cc, "GET").clone()
-                }))
-            })
-            .collect();
+        let specs = page_specs(&cc);
         let mut calls: Vec<CallState> = specs.iter().map(|s| g.start(s, 0.0)).collect();
         let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(&mut g, c, 0.0)).collect();
         for (c, a) in calls.iter_mut().zip(&attempts).take(4) {
