@@ -30,33 +30,17 @@
 //! shipped package); `figures` prints them all.
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use stormguard::policy::breaker::ProbeWaiter;
 use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
 use stormguard::policy::limiter::{Acquire, WaiterId};
-use stormguard::policy::options::{CallConfig, ClientConfig};
+use stormguard::policy::options::ClientConfig;
 use stormguard::policy::raw_options::{RawClientOptions, Toggle};
+
+mod common;
+use common::sim::{drain, spec, Queue, Rng};
 
 const ORIGIN: &str = "https://api.example";
 const ENDPOINTS: [&str; 3] = ["user", "orders", "stock"];
-
-/// xorshift64*: deterministic, for the simulation only.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn between(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + self.next() * (hi - lo)
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -90,8 +74,7 @@ struct Sim {
     specs: Vec<&'static Spec>,
     tabs: Vec<Guard>,
     calls: Vec<Call>,
-    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
-    seq: u64,
+    events: Queue<Event>,
     rng: Rng,
     backend: Backend,
     /// Arrival times of every request.
@@ -134,23 +117,13 @@ impl Sim {
         let specs = ENDPOINTS
             .iter()
             .flat_map(|e| [e, e])
-            .map(|e| {
-                &*Box::leak(Box::new(Spec {
-                    key: format!("GET {ORIGIN}/capacity/{e}"),
-                    method: "GET".to_string(),
-                    has_key: false,
-                    cfg: CallConfig::resolve(&cfg, &Default::default()).unwrap(),
-                    prefer_cache: false,
-                    refusable: false,
-                }))
-            })
+            .map(|e| spec(format!("GET {ORIGIN}/capacity/{e}"), &cfg))
             .collect();
         Self {
             specs,
             tabs: (0..tabs).map(|_| Guard::new(&cfg)).collect(),
             calls: Vec::new(),
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: Queue::new(),
             rng: Rng(seed),
             backend,
             arrivals: Vec::new(),
@@ -165,14 +138,11 @@ impl Sim {
     }
 
     fn at(&mut self, time_ms: f64, event: Event) {
-        self.seq += 1;
-        self.events
-            .push(Reverse(((time_ms * 1000.0) as u64, self.seq, event)));
+        self.events.at(time_ms, event);
     }
 
     fn run(&mut self) {
-        while let Some(Reverse((micros, _, event))) = self.events.pop() {
-            let now = micros as f64 / 1000.0;
+        while let Some((now, event)) = self.events.next() {
             match event {
                 Event::Page(tab, counted) => self.page(tab, counted, now),
                 Event::Attempt(id) => self.attempt(id, now),
@@ -207,8 +177,7 @@ impl Sim {
         let tab = call.tab;
         let guard = &mut self.tabs[tab];
         let admission = guard.admit(&mut call.state, now, false, coin);
-        let _ = guard.drain_transitions();
-        let _ = guard.drain_holds();
+        drain(guard);
         let permit = match admission {
             Admission::Go(permit) => permit,
             Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
@@ -303,8 +272,7 @@ impl Sim {
         let guard = &mut self.tabs[tab];
         let permit = call.sent.take().and_then(|s| s.permit);
         let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
-        let _ = guard.drain_transitions();
-        let _ = guard.drain_holds();
+        drain(guard);
         match verdict {
             Verdict::End => (call.ok, call.end) = (Some(ok), now),
             Verdict::Retry { delay_ms } => self.at(now + delay_ms, Event::Attempt(id)),

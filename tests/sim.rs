@@ -14,17 +14,18 @@
 //! failing backend receives compared with its normal load.
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fmt::Write as _;
 
 use stormguard::policy::breaker::ProbeWaiter;
 use stormguard::policy::classify::RetryDenied;
 use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
 use stormguard::policy::limiter::Acquire;
-use stormguard::policy::options::{CallConfig, ClientConfig};
+use stormguard::policy::options::ClientConfig;
 use stormguard::policy::raw_options::{RawBreaker, RawClientOptions, Toggle};
 use stormguard::policy::stats::Stats;
+
+mod common;
+use common::sim::{drain, spec, Queue, Rng};
 
 const CLIENTS: usize = 1000;
 const PERIOD_MS: f64 = 1000.0;
@@ -33,22 +34,6 @@ const OUTAGE_START_S: usize = 20;
 const OUTAGE_END_S: usize = 50;
 const END_S: usize = 90;
 const KEY: &str = "GET https://api.example/items";
-
-/// xorshift64*: deterministic, for the simulation only.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn between(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + self.next() * (hi - lo)
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Reply {
@@ -102,8 +87,7 @@ struct Sim {
     /// One per client, as one client per browser tab.
     clients: Vec<Guard>,
     calls: Vec<Call>,
-    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
-    seq: u64,
+    events: Queue<Event>,
     rng: Rng,
     attempts_per_s: Vec<u32>,
     calls_per_s: Vec<u32>,
@@ -124,22 +108,12 @@ fn in_outage(now_ms: f64) -> bool {
 impl Sim {
     fn new(cfg: ClientConfig, fault: Fault) -> Self {
         let clients = (0..CLIENTS).map(|_| Guard::new(&cfg)).collect();
-        // Calls borrow their spec for as long as the simulation runs.
-        let spec = Box::leak(Box::new(Spec {
-            key: KEY.to_string(),
-            method: "GET".to_string(),
-            has_key: false,
-            cfg: CallConfig::resolve(&cfg, &Default::default()).unwrap(),
-            prefer_cache: false,
-            refusable: false,
-        }));
         Self {
             fault,
-            spec,
+            spec: spec(KEY.to_string(), &cfg),
             clients,
             calls: Vec::new(),
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: Queue::new(),
             rng: Rng(0x9E37_79B9_7F4A_7C15),
             attempts_per_s: vec![0; END_S + 60],
             calls_per_s: vec![0; END_S + 60],
@@ -150,9 +124,7 @@ impl Sim {
     }
 
     fn at(&mut self, time_ms: f64, event: Event) {
-        self.seq += 1;
-        self.events
-            .push(Reverse(((time_ms * 1000.0) as u64, self.seq, event)));
+        self.events.at(time_ms, event);
     }
 
     fn run(mut self) -> Report {
@@ -160,8 +132,7 @@ impl Sim {
             let t = self.rng.between(0.0, PERIOD_MS);
             self.at(t, Event::Call(c));
         }
-        while let Some(Reverse((micros, _, event))) = self.events.pop() {
-            let now = micros as f64 / 1000.0;
+        while let Some((now, event)) = self.events.next() {
             match event {
                 Event::Call(c) => self.call(c, now),
                 Event::Attempt(id) => self.attempt(id, now),
@@ -302,13 +273,6 @@ impl Sim {
             Verdict::Fail { .. } => {}
         }
     }
-}
-
-/// What the engine does after each decision: hear the breaker transitions
-/// (counted in the guard's stats) and the holds for other tabs.
-fn drain(guard: &mut Guard) {
-    let _ = guard.drain_transitions();
-    let _ = guard.drain_holds();
 }
 
 fn on_or_off<T>(on: bool) -> Toggle<T> {
@@ -500,8 +464,7 @@ mod burst {
         pub guard: Guard,
         specs: Vec<&'static Spec>,
         pub calls: Vec<Call>,
-        events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-        seq: u64,
+        events: Queue<Ev>,
         rng: Rng,
         pub waits: Vec<(ProbeWaiter, usize)>,
         tries: Vec<u32>,
@@ -515,25 +478,14 @@ mod burst {
                 ..raw
             };
             let cfg = ClientConfig::from_raw(&raw).unwrap();
-            let cc = CallConfig::resolve(&cfg, &Default::default()).unwrap();
             let specs = (0..endpoints)
-                .map(|e| {
-                    &*Box::leak(Box::new(Spec {
-                        key: format!("GET https://api.example/e{e}"),
-                        method: "GET".to_string(),
-                        has_key: false,
-                        cfg: cc.clone(),
-                        prefer_cache: false,
-                        refusable: false,
-                    }))
-                })
+                .map(|e| spec(format!("GET https://api.example/e{e}"), &cfg))
                 .collect();
             Page {
                 guard: Guard::new(&cfg),
                 specs,
                 calls: Vec::new(),
-                events: BinaryHeap::new(),
-                seq: 0,
+                events: Queue::new(),
                 rng: Rng(0x9E37_79B9_7F4A_7C15),
                 waits: Vec::new(),
                 tries: vec![0; endpoints],
@@ -542,9 +494,7 @@ mod burst {
         }
 
         fn at(&mut self, time_ms: f64, ev: Ev) {
-            self.seq += 1;
-            self.events
-                .push(Reverse(((time_ms * 1000.0) as u64, self.seq, ev)));
+            self.events.at(time_ms, ev);
         }
 
         /// A call to endpoint `e` starting at `t`.
@@ -565,12 +515,7 @@ mod burst {
 
         /// Runs until `until` (or no event is left).
         pub fn run(&mut self, until: f64) {
-            while let Some(Reverse((micros, _, ev))) = self.events.peek().copied() {
-                let now = micros as f64 / 1000.0;
-                if now > until {
-                    return;
-                }
-                self.events.pop();
+            while let Some((now, ev)) = self.events.next_by(until) {
                 match ev {
                     Ev::Attempt(id) => self.attempt(id, now),
                     Ev::Reply(id, r) => self.reply(id, r, now),
