@@ -11,7 +11,7 @@
 // change what is sent or need the engine to check them first), and call options among method,
 // headers, body, signal, deadlineMs, timeoutMs and responseType 'json' or 'text'. Every other call
 // waits for the engine, as before.
-import { base64, end as over, initSync, send } from './stormguard_boot.js';
+import { bytes, end as over, initSync, send } from './stormguard_boot.js';
 
 let usable; // undefined: not tried yet
 
@@ -19,7 +19,7 @@ let usable; // undefined: not tried yet
 function loaded() {
   if (usable === undefined) {
     try {
-      initSync({ module: Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)) });
+      initSync({ module: bytes() });
       usable = true;
     } catch {
       usable = false;
