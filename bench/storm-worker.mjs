@@ -28,9 +28,13 @@ const inflight = new Int32Array(cfg.clients);
 const maxInflight = new Int32Array(cfg.clients);
 let attemptsSent = 0;
 // send times of the attempts made while the client's breaker for that endpoint was open or half-open
-// (its probes), for the probe load
+// (its probes), for the probe load; the attempts sent while it was open (refused, for the engine),
+// and those a tab's boot build sent before its engine was in
 const trippedAttempts = [];
-let tripped = () => false;
+let sentWhileOpen = 0;
+let bootSent = 0;
+let stateOf = () => undefined;
+let booting = () => false;
 const CLIENT_RE = /[?&]c=(\d+)/;
 globalThis.fetch = function countingFetch(input, init) {
   const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -38,7 +42,10 @@ globalThis.fetch = function countingFetch(input, init) {
   if (!m) return realFetch(input, init);
   const i = Number(m[1]);
   attemptsSent++;
-  if (tripped(i, url)) trippedAttempts.push(now());
+  const state = stateOf(i, url);
+  if (state !== undefined && state !== 'closed') trippedAttempts.push(now());
+  if (state === 'open') sentWhileOpen++;
+  if (booting(i, url)) bootSent++;
   if (++inflight[i] > maxInflight[i]) maxInflight[i] = inflight[i];
   const done = () => {
     inflight[i]--;
@@ -96,10 +103,26 @@ async function loadLibs() {
     // Each simulated client is a browser tab: a page's defaults, which createClient picks where
     // there is a `window` (a server's differ: README, "Frameworks and tools").
     globalThis.window ??= globalThis;
-    // `label=stormguard{"pkg":"/path/to/pkg"}`: another build side by side (main's, a branch's)
-    const pkg = cfg.strategyOptions?.pkg;
-    if (pkg) delete cfg.strategyOptions.pkg;
-    libs.createClient = (await import(pkg ? `${pkg}/node.js` : '../pkg/node.js')).createClient;
+    // `label=stormguard{"pkg":"/path/to/pkg"}`: another build side by side (main's, a branch's);
+    // `"tabs"` and `"engineMs"` as storm.mjs's TAB_VARIANTS give them
+    const { pkg, tabs, engineMs, ...options } = cfg.strategyOptions ?? {};
+    cfg.strategyOptions = options;
+    cfg.tabs ??= tabs;
+    cfg.engineMs ??= engineMs;
+    const dir = pkg ?? '../pkg';
+    ({ createClient: libs.createClient, createClientSync: libs.createClientSync } = await import(`${dir}/node.js`));
+    if (cfg.tabs === 'cold') {
+      // A tab still loading the package: its calls see a page (boot.js sends only there), and its
+      // engine arrives `engineMs` after the tab opens. The realm's module is instantiated once (by
+      // the first createClient); each tab's createClientSync waits for it as a page waits for its
+      // download, compile and instantiate.
+      globalThis.document ??= {};
+      const { makeCreateClient } = await import(`${dir}/core.js`);
+      const { Client, UserFnFlag, finish, imports } = await import(`${dir}/stormguard.js`);
+      const glue = { Client, UserFnFlag, finish, imports };
+      await libs.createClient().then((c) => c.close());
+      libs.createCold = () => makeCreateClient(() => sleep(cfg.engineMs).then(() => glue)).createClientSync;
+    }
   }
   return libs;
 }
@@ -126,35 +149,63 @@ function breakerSummary(transitions, faultStart, faultEnd) {
 }
 
 async function run() {
-  const factories = makeStrategies(await loadLibs());
+  const libs = await loadLibs();
+  const factories = makeStrategies(libs);
   const make = factories[cfg.strategy];
   if (!make) throw new Error(`unknown strategy ${cfg.strategy}`);
   const clients = [];
-  for (let i = 0; i < cfg.clients; i++) clients.push(await make(cfg.strategyOptions ?? {}, cfg.via, cfg.call));
+  if (!cfg.tabs) for (let i = 0; i < cfg.clients; i++) clients.push(await make(cfg.strategyOptions ?? {}, cfg.via, cfg.call));
   // stormguard's breaker transitions per client: [ms since t0, to]
-  const transitions = clients.map(() => []);
-  if (cfg.strategy === 'stormguard') {
+  const transitions = Array.from({ length: cfg.clients }, () => []);
+  // a tab per page load (storm.mjs, TAB_VARIANTS): the open ones by `${client}/${burst}`, and the
+  // stats of those closed
+  const tabs = new Map();
+  const closedStats = {};
+  const TAB_RE = /[?&]t=(\d+)/;
+  const tabOf = (i, url) => tabs.get(`${i}/${TAB_RE.exec(url)?.[1]}`);
+  const addStats = (s) => {
+    for (const k of ['requests', 'attempts', 'retries', 'timeouts', 'failures', 'breakerOpens', 'budgetDenied', 'queueRejected', 'deduped']) {
+      closedStats[k] = (closedStats[k] ?? 0) + s[k];
+    }
+  };
+  const closeTab = (id) => {
+    const tab = tabs.get(id);
+    tabs.delete(id);
+    addStats(tab.client.stats());
+    tab.client.close();
+  };
+  function openTab(i, k) {
+    const client = (cfg.tabs === 'cold' ? libs.createCold() : libs.createClientSync)(cfg.strategyOptions);
+    const tab = { client, states: new Map(), ready: false };
+    client.ready.then(() => { tab.ready = true; }, () => {});
+    client.on('breaker', (e) => {
+      transitions[i].push([now(), e.to]);
+      tab.states.set(e.key, e.to);
+    });
+    tabs.set(`${i}/${k}`, tab);
+    return tab;
+  }
+  if (cfg.tabs) {
+    stateOf = (i, url) => tabOf(i, url)?.states.get(keyOf(url));
+    booting = (i, url) => tabOf(i, url)?.ready === false;
+  }
+  const keyOf = cfg.call?.breakerKey === 'origin'
+    ? (url) => new URL(url).origin
+    : (url) => {
+      const q = url.indexOf('?');
+      return `GET ${q < 0 ? url : url.slice(0, q)}`;
+    };
+  if (cfg.strategy === 'stormguard' && !cfg.tabs) {
     // each client's breakers as the 'breaker' events leave them: key -> state
     const states = clients.map(() => new Map());
     clients.forEach((c, i) => c.client.on('breaker', (e) => {
       transitions[i].push([now(), e.to]);
       states[i].set(e.key, e.to);
     }));
-    // the default breaker key, `${METHOD} ${origin}${pathname}` (every storm call is a GET), or the
-    // origin that the variant passes as breakerKey
-    const keyOf = cfg.call?.breakerKey === 'origin'
-      ? (url) => new URL(url).origin
-      : (url) => {
-        const q = url.indexOf('?');
-        return `GET ${q < 0 ? url : url.slice(0, q)}`;
-      };
-    tripped = (i, url) => {
-      const s = states[i].get(keyOf(url));
-      return s !== undefined && s !== 'closed';
-    };
+    stateOf = (i, url) => states[i].get(keyOf(url));
   } else if (cfg.strategy === 'cockatiel') {
     // one breaker per policy (per logical client), whatever the endpoint
-    tripped = (i) => clients[i].breakerState() !== 'closed';
+    stateOf = (i) => clients[i].breakerState();
   }
 
   await control('/_reset', {});
@@ -172,14 +223,23 @@ async function run() {
   t0 = performance.now() + 100;
 
   const paths = cfg.calls;
+  const bursts = new Int32Array(n);
   function fire(i) {
-    for (const path of paths) fireOne(i, `${base}${path}&c=${i}`);
+    if (!cfg.tabs) {
+      for (const path of paths) fireOne(i, `${base}${path}&c=${i}`, clients[i].call);
+      return;
+    }
+    // a new tab, closed a second after its calls are over and its engine is in (or failed)
+    const k = bursts[i]++;
+    const { client } = openTab(i, k);
+    const ends = paths.map((path) => fireOne(i, `${base}${path}&c=${i}&t=${k}`, client.request));
+    Promise.allSettled([...ends, client.ready]).then(() => sleep(1000)).then(() => closeTab(`${i}/${k}`));
   }
-  function fireOne(i, url) {
+  function fireOne(i, url, call) {
     const rec = [i, now(), NaN, false, ''];
     calls.push(rec);
     pending++;
-    clients[i].call(url).then(
+    return call(url).then(
       () => {
         rec[2] = now();
         rec[3] = true;
@@ -239,11 +299,9 @@ async function run() {
 
   let stats = null;
   if (cfg.strategy === 'stormguard') {
-    stats = { requests: 0, attempts: 0, retries: 0, timeouts: 0, failures: 0, breakerOpens: 0, budgetDenied: 0, queueRejected: 0, deduped: 0 };
-    for (const c of clients) {
-      const s = c.stats();
-      for (const k of Object.keys(stats)) stats[k] += s[k];
-    }
+    for (const c of clients) addStats(c.stats());
+    for (const id of [...tabs.keys()]) closeTab(id);
+    stats = closedStats;
   }
   for (const c of clients) c.close();
 
@@ -270,6 +328,8 @@ async function run() {
     maxInflightPerClient: Math.max(...maxInflight),
     meanMaxInflightPerClient: maxInflight.reduce((s, v) => s + v, 0) / n,
     attemptsSent,
+    sentWhileOpen,
+    bootSent,
     serverArrivals: arrivals.length,
     serverCounters: {
       arrivals: cap.arrivals, served: cap.served, rejected504: cap.rejected504, rejected503: cap.rejected503,

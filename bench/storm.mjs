@@ -67,6 +67,22 @@ export function stormConfig(quick) {
 }
 
 /**
+ * A page load per tab (issue 39): each of a client's bursts is a new tab, a new client with no state
+ * (its breakers, budget and latencies start empty), closed once its calls are over. `warm`: the engine
+ * is in at once (createClientSync in a realm that has it); `cold`: the tab's calls go as they do in a
+ * page still loading the package, through the boot build (pkg-template/boot.js), and its engine
+ * arrives `engineMs` after the tab opens (storm-worker.mjs): what the engine's download (98.5 KB gzip),
+ * compile and instantiate took in Chromium from the wasm's request to the client's `ready`, median of 7
+ * fresh contexts (2026-12-07, load 15 on 2 cores): 58 ms on loopback, 656 ms at 1.6 Mbps / 150 ms RTT,
+ * 707 ms with the CPU 4x slower as well.
+ */
+export const TAB_VARIANTS = {
+  'stormguard-tab': { tabs: 'warm' },
+  'stormguard-cold': { tabs: 'cold', engineMs: 60 },
+  'stormguard-cold-slow': { tabs: 'cold', engineMs: 700 },
+};
+
+/**
  * Variants of stormguard's defaults, run beside them so that RESULTS.md can say by how much a default
  * holds a figure back (the sensitivity table: 10 s faults, steady profile). `stormguard` itself is
  * always createClient() with no options.
@@ -151,13 +167,14 @@ export function defaultPlan(quick) {
 
 /** A strategy name, or `label=stormguard{json options}` for a stormguard variant. */
 export function parseStrategy(spec) {
-  const known = [...STORM_STRATEGIES, ...Object.keys(VARIANTS), SCHEMA_VARIANT];
+  const known = [...STORM_STRATEGIES, ...Object.keys(VARIANTS), ...Object.keys(TAB_VARIANTS), SCHEMA_VARIANT];
   if (!known.includes(spec) && !/^[\w.+-]+=stormguard(\{.*\})?$/.test(spec)) {
     throw new Error(`unknown storm strategy ${spec}; strategies: ${known.join(', ')}, or label=stormguard{json options}`);
   }
   const m = /^([\w.+-]+)=(\w+)(\{.*\})?$/.exec(spec);
   if (m) return { label: m[1], factory: m[2], options: m[3] ? JSON.parse(m[3]) : {} };
   if (VARIANTS[spec]) return { label: spec, factory: 'stormguard', options: VARIANTS[spec], call: VARIANT_CALLS[spec] };
+  if (TAB_VARIANTS[spec]) return { label: spec, factory: 'stormguard', options: {}, ...TAB_VARIANTS[spec] };
   if (spec === SCHEMA_VARIANT) return { label: spec, factory: 'stormguard', options: {}, via: 'schema' };
   return { label: spec, factory: spec, options: {} };
 }
@@ -174,6 +191,8 @@ async function startRun(strategy, scenario, cfgBase) {
     strategyOptions: spec.options,
     via: spec.via,
     call: spec.call,
+    tabs: spec.tabs,
+    engineMs: spec.engineMs,
     fault: scenario.fault,
     factor: scenario.factor,
     capacity: { ...cfgBase.capacity, shed: scenario.shed },
@@ -314,6 +333,7 @@ export async function runStorm({ quick, plan = defaultPlan(quick), scenarios, fi
           `recovery ${r.recoveryMs === null ? 'never' : fixed(r.recoveryMs / 1000, 1) + ' s'}  ` +
           `success ${pct(r.successFromFault)}  ` +
           `${r.probeLoad && r.faultMs >= 20000 ? `probe ${fixed(r.probeLoad.share)}  ` : ''}in-flight ${r.maxInflightPerClient}  ` +
+          `sent ${r.attemptsSent} (while open ${r.sentWhileOpen}${r.bootSent ? `, boot ${r.bootSent}` : ''})  ` +
           `cpu gen ${pct(r.loadGen.cpuShare, 0)} srv ${pct(r.server.cpuShare, 0)}  ` +
           `lag p99 gen ${fixed(r.loadGen.loopDelayP99Ms, 0)} ms srv ${fixed(r.server.loopDelayP99Ms, 0)} ms`);
       }
