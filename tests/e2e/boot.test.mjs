@@ -7,7 +7,7 @@
 // tab opened meanwhile.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium, startServers, watchErrors } from './browser.mjs';
+import { launchChromium, openWithWasmHeld, startServers } from './browser.mjs';
 
 let servers, browser;
 
@@ -27,33 +27,21 @@ after(async () => {
  * `[part, promise]`, the page's requests whose URL has `part` held until `promise` settles.
  */
 async function heldPage(context, { url, options, hold } = {}) {
-  const WASM = `${servers.site}/pkg/stormguard_bg.wasm`;
-  let asked;
-  const wasAsked = new Promise((r) => { asked = r; });
-  let answer;
-  const answered = new Promise((r) => { answer = r; });
-  await context.route(WASM, async (route) => {
-    asked();
-    (await answered)(route);
-  });
-  const page = await context.newPage();
-  if (hold) {
-    await page.route((u) => u.href.startsWith(servers.fault) && u.href.includes(hold[0]), async (route) => {
-      await hold[1];
-      await route.continue();
-    });
-  }
-  const errors = watchErrors(page);
   const requests = [];
   const answers = [];
-  page.on('request', (r) => requests.push(r.url()));
-  page.on('response', (r) => answers.push(`${r.status()} ${r.url()}`));
   const q = new URLSearchParams();
   if (url) q.set('url', url);
   if (options) q.set('options', JSON.stringify(options));
-  await page.goto(`${servers.site}/tests/e2e/pages/boot.html?${q}`);
-  await page.waitForFunction(() => window.made === true);
-  await wasAsked;
+  const { page, errors, answer } = await openWithWasmHeld(context, `${servers.site}/tests/e2e/pages/boot.html?${q}`, async (page) => {
+    if (hold) {
+      await page.route((u) => u.href.startsWith(servers.fault) && u.href.includes(hold[0]), async (route) => {
+        await hold[1];
+        await route.continue();
+      });
+    }
+    page.on('request', (r) => requests.push(r.url()));
+    page.on('response', (r) => answers.push(`${r.status()} ${r.url()}`));
+  });
   return {
     page,
     errors,

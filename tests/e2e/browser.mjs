@@ -47,3 +47,28 @@ export function watchErrors(page) {
   });
   return errors;
 }
+
+/**
+ * Opens `url`, a page whose module script makes its client and sets `window.made`, in a new page of
+ * `context` with the package's wasm download (its site's pkg/stormguard_bg.wasm) held; resolves once
+ * the page has made its client and asked for the wasm: `{ page, errors, answer }`, `answer(fn)`
+ * letting the held download go on with `fn(route)`. `setup(page)` runs before the page loads (its
+ * routes and listeners).
+ */
+export async function openWithWasmHeld(context, url, setup) {
+  let asked;
+  const wasAsked = new Promise((r) => { asked = r; });
+  let answer;
+  const answered = new Promise((r) => { answer = r; });
+  await context.route(new URL('/pkg/stormguard_bg.wasm', url).href, async (route) => {
+    asked();
+    (await answered)(route);
+  });
+  const page = await context.newPage();
+  await setup?.(page);
+  const errors = watchErrors(page);
+  await page.goto(url);
+  await page.waitForFunction(() => window.made === true);
+  await wasAsked;
+  return { page, errors, answer };
+}

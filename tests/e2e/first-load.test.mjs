@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchChromium, root, startServers, watchErrors } from './browser.mjs';
+import { launchChromium, openWithWasmHeld, root, startServers } from './browser.mjs';
 
 const pkg = join(root, 'pkg');
 const wasmFile = join(pkg, 'stormguard_bg.wasm');
@@ -239,26 +239,11 @@ test('the hooks given a createClientSync client whose wasm fails serve the fallb
 
 /**
  * tests/e2e/pages/first-load.html, whose module script makes a client and a
- * call at module scope, the wasm download held by the test: `{ page, errors, asked, answer }`; `asked`
- * resolves when the page has asked for the wasm, `answer(fn)` lets the route
- * go on with `fn(route)`.
+ * call of `path` on the fault server at module scope, the wasm download held by the test:
+ * `{ page, errors, answer }`, `answer(fn)` letting the download go on with `fn(route)`.
  */
-async function heldPage(context, path) {
-  const WASM = `${servers.site}/pkg/stormguard_bg.wasm`;
-  let asked;
-  const wasAsked = new Promise((r) => { asked = r; });
-  let answer;
-  const answered = new Promise((r) => { answer = r; });
-  await context.route(WASM, async (route) => {
-    asked();
-    (await answered)(route);
-  });
-  const page = await context.newPage();
-  const errors = watchErrors(page);
-  await page.goto(`${servers.site}/tests/e2e/pages/first-load.html?url=${encodeURIComponent(`${servers.fault}${path}`)}`);
-  await page.waitForFunction(() => window.made === true);
-  await wasAsked;
-  return { page, errors, answer };
+function heldPage(context, path) {
+  return openWithWasmHeld(context, `${servers.site}/tests/e2e/pages/first-load.html?url=${encodeURIComponent(`${servers.fault}${path}`)}`);
 }
 
 test('in a page: a call made at module scope before the wasm arrives succeeds; a 404 is the error of one that needs it', async () => {
