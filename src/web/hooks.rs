@@ -3,8 +3,7 @@
 //! and checks the hooks, auth, header functions and `retry.retryOn`, calls
 //! them and the `validate` and `fetch` options the engine hands it (the one
 //! place a user's function is called), and keeps the auth refresh shared
-//! by a client and its derived clients. (Named `Io` before: it does no I/O
-//! of its own; what it is, is the user's functions.)
+//! by a client and its derived clients.
 //!
 //! # Why in JS
 //!
