@@ -612,7 +612,7 @@ impl Breakers {
 
     /// A retry of `key` the budget denied may go: its origin's blip is
     /// over (a burst's first probe succeeded) and nothing failed there
-    /// since (see `origin.rs`, [`Origins::released`](origin::Origins::released)).
+    /// since (see `origin.rs`, `Origins::released`).
     pub fn released(&self, key: &str) -> bool {
         origin_of(key).is_some_and(|o| self.origins.released(o))
     }

@@ -24,7 +24,7 @@ pub const MAX_KEY_UNITS: usize = 2048;
 const PREFIX_CHARS: usize = 64;
 
 /// `key` as it is kept: itself when at most [`MAX_KEY_UNITS`] long, else
-/// its first [`PREFIX_CHARS`] characters, `…sha256:` and the hex SHA-256 of
+/// its first `PREFIX_CHARS` characters, `…sha256:` and the hex SHA-256 of
 /// the whole key (UTF-8).
 pub fn bounded(key: String) -> String {
     // More than MAX units takes more than MAX bytes: most keys stop here.

@@ -54,7 +54,7 @@ pub enum Jitter {
 }
 
 impl Jitter {
-    /// By name ([`JITTERS`]).
+    /// By name (`JITTERS`).
     pub fn parse(name: &str) -> Option<Jitter> {
         match JITTERS.iter().position(|j| *j == name)? {
             0 => Some(Jitter::Full),
