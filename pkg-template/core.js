@@ -836,6 +836,7 @@ class Client {
   // may send a call's first attempt (boot.js).
   #given = undefined;
   #booting = 0; // its boot attempts in flight
+  #held = 0; // of those, the ones in flight when the engine came in: each holds one of its slots
 
   constructor(inner, fns = null, final = null, original = undefined) {
     this.#c = inner;
@@ -904,6 +905,7 @@ class Client {
     }
     this.#c = inner;
     this.#fns = fns;
+    if (this.#booting) inner.booting((this.#held = this.#booting));
     for (const l of this.#listeners) if (!l.off) l.id = inner.on(l.event, l.listener);
     this.#listeners = [];
   }
@@ -962,6 +964,10 @@ class Client {
       r = await sent;
     } finally {
       this.#booting--;
+      if (this.#held > 0) {
+        this.#held--;
+        if (!this.#final) this.#c.booting(0); // its slot back
+      }
     }
     if (r.aborted) {
       const caller = isSignal(signal) && signal.aborted;

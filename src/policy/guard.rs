@@ -494,6 +494,12 @@ impl Guard {
         self.limiter.cancel(id)
     }
 
+    /// `n` attempts in flight that took no slot hold one each (see
+    /// [`Limiter::hold`]); each is [`Guard::release_slot`]d as it ends.
+    pub fn hold_slots(&mut self, n: u32) {
+        self.limiter.hold(n);
+    }
+
     /// Frees a slot; a queued call it passes to is returned.
     pub fn release_slot(&mut self) -> Option<WaiterId> {
         self.limiter.release()

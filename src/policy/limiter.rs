@@ -112,6 +112,13 @@ impl Limiter {
         free
     }
 
+    /// `n` attempts already in flight that took no slot (sent by the boot
+    /// build before the engine was in) hold one each until they end, as
+    /// [`Limiter::release`] them.
+    pub fn hold(&mut self, n: u32) {
+        self.in_flight = self.in_flight.saturating_add(n);
+    }
+
     /// Frees a slot; if a waiter is queued the slot passes straight to the
     /// oldest one, whose id is returned (it now holds the slot).
     pub fn release(&mut self) -> Option<WaiterId> {
@@ -160,6 +167,18 @@ mod tests {
         assert_eq!(l.try_acquire(), Acquire::Queued(0));
         assert_eq!(l.try_acquire(), Acquire::Full);
         assert_eq!((l.in_flight(), l.queued()), (2, 1));
+    }
+
+    #[test]
+    fn held_slots_queue_the_next_call_until_each_is_released() {
+        let mut l = limiter(6, 10);
+        l.hold(6);
+        assert_eq!(l.try_acquire(), Acquire::Queued(0));
+        assert_eq!(l.release(), Some(0), "the first to end passes its slot on");
+        for _ in 0..5 {
+            assert_eq!(l.release(), None);
+        }
+        assert_eq!((l.in_flight(), l.queued()), (1, 0));
     }
 
     #[test]

@@ -97,6 +97,17 @@ impl Client {
         self.adopted.set(Some(Adopted { started_ms, end }));
     }
 
+    /// `n` (> 0) first attempts the boot build sent before the engine was
+    /// in are still in flight: each holds a concurrency slot, as the
+    /// engine's own attempts do, until it ends (`n` <= 0: one ended, its
+    /// slot freed for the next queued call).
+    pub fn booting(&self, n: i32) {
+        match u32::try_from(n) {
+            Ok(n) if n > 0 => self.engine.hold_slots(n),
+            _ => self.engine.release_slot(),
+        }
+    }
+
     /// `client.request(url, options)`: resolves with the parsed body.
     pub fn request(&self, url: JsValue, options: JsValue) -> Promise {
         let adopted = self.adopted.take();

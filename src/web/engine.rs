@@ -192,6 +192,12 @@ impl Engine {
         answer
     }
 
+    /// `n` attempts in flight that took no slot hold one each until they
+    /// end (each then [`Engine::release_slot`]).
+    pub fn hold_slots(&self, n: u32) {
+        self.st.borrow_mut().guard.hold_slots(n);
+    }
+
     /// Frees a slot; if a call is queued, the slot goes straight to it.
     pub fn release_slot(&self) {
         loop {

@@ -172,3 +172,37 @@ test('a breaker another tab opens while the adopted call waits refuses its retry
     await context.close();
   }
 });
+
+test('boot attempts still in flight when the engine arrives hold its concurrency slots until they end', async () => {
+  const context = await browser.newContext();
+  try {
+    let hold;
+    const held = new Promise((r) => { hold = r; });
+    const { page, release, sent } = await heldPage(context, { hold: ['boot-slot-', held] });
+    await page.evaluate((u) => {
+      window.done = [];
+      for (let i = 0; i < 6; i++) window.call(`${u}/echo?id=boot-slot-${i}`).then((r) => window.done.push(r.body?.query.id));
+    }, servers.fault);
+    for (let i = 0; sent('boot-slot-') < 6; i++) {
+      if (i > 1000) throw new Error('the 6 boot attempts did not go');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    release();
+    await page.evaluate(() => window.api.ready.then(() => undefined));
+    assert.equal(await page.evaluate(() => window.api.stats().inFlight), 6, 'the 6 boot attempts hold the 6 slots');
+    // A call made now is the engine's: it waits for a slot as it would behind 6 of its own attempts.
+    await page.evaluate((u) => {
+      window.call(`${u}/echo?id=boot-late`).then((r) => window.done.push(r.body?.query.id));
+    }, servers.fault);
+    await page.waitForFunction(() => window.api.stats().queued === 1);
+    assert.equal(sent('boot-late'), 0, 'not sent beside them');
+    hold();
+    await page.waitForFunction(() => window.done.length === 7);
+    await page.waitForFunction(() => window.api.stats().requests === 7);
+    const stats = await page.evaluate(() => window.api.stats());
+    assert.deepEqual([stats.inFlight, stats.queued, stats.attempts], [0, 0, 7], 'every slot back');
+    assert.equal(sent('boot-late'), 1);
+  } finally {
+    await context.close();
+  }
+});
