@@ -1,0 +1,832 @@
+//! The storm benchmark's runs in virtual time through the policy core
+//! (issue 42): the steady poller's short outages (3 s, 5 s), the 60 s
+//! page-load outage and the brownouts whose server sheds, against the
+//! bench's own server model.
+//!
+//! `tests/pagesim.rs` models the page-load profile with a backend that
+//! serves so many requests a second; here the backend is the fault server's
+//! capacity model (tests/server/README.md), as `bench/storm.mjs` sets it up
+//! on this machine's scale (`FULL_SCALE` 0.25 on 2 cores): `c` slots of 50
+//! ms behind a FIFO queue of `queue`, a 1 s gateway timeout (504, the work
+//! goes on), 503 when the queue is full; an outage answers 503 at once; a
+//! brownout keeps 30 % of the slots; the shedding server (`shed: 'early'`)
+//! answers 503 for queued work that can no longer finish in time. The
+//! profiles are `bench/storm.mjs`'s: the steady poller (one call a second
+//! per client, one endpoint, random phases) and the page load (6 calls over
+//! 3 endpoints every 10 s, stratified phases), both at 0.75 of capacity;
+//! 8 s warm-up, the fault, 15 s of recovery. "none" is one attempt, no
+//! breaker or budget. The metrics are `bench/storm-metrics.mjs`'s.
+//!
+//! Each client is one `Guard` (one client per tab), each call driven as
+//! the wasm engine drives it (admit, slot, begin, settle; probe waiters,
+//! queued slots), as in `tests/pagesim.rs`.
+#![allow(clippy::indexing_slicing, clippy::unwrap_used)]
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use stormguard::policy::breaker::{Permit, ProbeWaiter};
+use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
+use stormguard::policy::limiter::{Acquire, WaiterId};
+use stormguard::policy::options::{CallConfig, ClientConfig};
+use stormguard::policy::raw_options::{RawClientOptions, Toggle};
+
+const ORIGIN: &str = "https://api.example";
+const WARMUP: f64 = 8000.0;
+const RECOVERY: f64 = 15_000.0;
+const DEADLINE: f64 = 20_000.0;
+
+/// xorshift64*: deterministic, for the simulation only.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Profile {
+    Steady,
+    PageLoad,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fault {
+    Outage,
+    Brownout,
+    BrownoutShed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Fire(usize),
+    Attempt(usize),
+    /// A reply reaches the call: (call, attempt's serial, status).
+    Reply(usize, u64, u16),
+    /// A slot's work is done: the item.
+    Done(usize),
+    /// The gateway's timeout of an item.
+    Gateway(usize),
+}
+
+struct Call {
+    client: usize,
+    start: f64,
+    state: CallState<'static>,
+    sent: Option<Attempt>,
+    serial: u64,
+    admitted: Option<Option<Permit>>,
+    ok: Option<bool>,
+    end: f64,
+}
+
+/// A request at the server.
+struct Item {
+    call: usize,
+    serial: u64,
+    deadline: f64,
+    answered: bool,
+    queued: bool,
+}
+
+struct Server {
+    slots: usize,
+    service: f64,
+    gateway: f64,
+    queue: usize,
+    busy: usize,
+    q: VecDeque<usize>,
+    live: usize,
+    items: Vec<Item>,
+}
+
+struct Sim {
+    profile: Profile,
+    fault: Fault,
+    fault_at: f64,
+    fault_end: f64,
+    total: f64,
+    period: f64,
+    specs: Vec<&'static Spec>,
+    clients: Vec<Guard>,
+    calls: Vec<Call>,
+    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    seq: u64,
+    serial: u64,
+    rng: Rng,
+    server: Server,
+    arrivals: Vec<f64>,
+    /// Arrivals sent while the key's breaker was not closed (probe load).
+    tripped: Vec<f64>,
+    /// Each arrival's attempt number and permit.
+    kinds: Vec<(u32, Option<Permit>)>,
+    probe_waits: Vec<(usize, ProbeWaiter, usize)>,
+    slot_waits: Vec<(usize, WaiterId, usize)>,
+}
+
+pub struct Figures {
+    pub amplification: f64,
+    pub peak: f64,
+    pub peak_at_s: f64,
+    pub recovery_s: Option<f64>,
+    pub success: f64,
+    pub probe_load: f64,
+    /// Arrivals a second over the baseline, from the fault's start.
+    pub series: Vec<f64>,
+    pub parts: [[f64; 3]; 3],
+}
+
+/// How many clients and server slots at scale `k` (the bench's FULL_SCALE).
+fn sized(profile: Profile, k: f64) -> (usize, f64, Vec<String>) {
+    match profile {
+        Profile::Steady => (
+            (300.0 * k).round() as usize,
+            1000.0,
+            vec![format!("GET {ORIGIN}/capacity")],
+        ),
+        Profile::PageLoad => (
+            (500.0 * k).round() as usize,
+            10_000.0,
+            ["user", "orders", "stock"]
+                .iter()
+                .flat_map(|e| [e, e])
+                .map(|e| format!("GET {ORIGIN}/capacity/{e}"))
+                .collect(),
+        ),
+    }
+}
+
+impl Sim {
+    fn new(
+        profile: Profile,
+        fault: Fault,
+        fault_ms: f64,
+        k: f64,
+        raw: &RawClientOptions,
+        seed: u64,
+    ) -> Self {
+        let cfg = ClientConfig::from_raw(raw).unwrap();
+        let (n, period, keys) = sized(profile, k);
+        let specs = keys
+            .into_iter()
+            .map(|key| {
+                &*Box::leak(Box::new(Spec {
+                    key,
+                    method: "GET".to_string(),
+                    has_key: false,
+                    cfg: CallConfig::resolve(&cfg, &Default::default()).unwrap(),
+                    prefer_cache: false,
+                    refusable: false,
+                }))
+            })
+            .collect();
+        let c = (20.0 * k).round() as usize;
+        Self {
+            profile,
+            fault,
+            fault_at: WARMUP,
+            fault_end: WARMUP + fault_ms,
+            total: WARMUP + fault_ms + RECOVERY,
+            period,
+            specs,
+            clients: (0..n).map(|_| Guard::new(&cfg)).collect(),
+            calls: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            serial: 0,
+            rng: Rng(seed),
+            server: Server {
+                slots: c,
+                service: 50.0,
+                gateway: 1000.0,
+                queue: (200.0 * k).round() as usize,
+                busy: 0,
+                q: VecDeque::new(),
+                live: 0,
+                items: Vec::new(),
+            },
+            arrivals: Vec::new(),
+            tripped: Vec::new(),
+            kinds: Vec::new(),
+            probe_waits: Vec::new(),
+            slot_waits: Vec::new(),
+        }
+    }
+
+    fn at(&mut self, time_ms: f64, event: Event) {
+        self.seq += 1;
+        self.events
+            .push(Reverse(((time_ms * 1000.0) as u64, self.seq, event)));
+    }
+
+    fn run(&mut self) {
+        let n = self.clients.len();
+        for i in 0..n {
+            let r = self.rng.next();
+            let phase = match self.profile {
+                Profile::Steady => r * self.period,
+                Profile::PageLoad => (i as f64 + r) / n as f64 * self.period,
+            };
+            self.at(phase, Event::Fire(i));
+        }
+        while let Some(Reverse((micros, _, event))) = self.events.pop() {
+            let now = micros as f64 / 1000.0;
+            match event {
+                Event::Fire(i) => self.fire(i, now),
+                Event::Attempt(id) => self.attempt(id, now),
+                Event::Reply(id, serial, status) => self.reply(id, serial, status, now),
+                Event::Done(item) => self.done(item, now),
+                Event::Gateway(item) => self.gateway(item, now),
+            }
+        }
+    }
+
+    fn fire(&mut self, client: usize, now: f64) {
+        if now + self.period < self.total {
+            self.at(now + self.period, Event::Fire(client));
+        }
+        for i in 0..self.specs.len() {
+            let state = self.clients[client].start(self.specs[i], now);
+            self.calls.push(Call {
+                client,
+                start: now,
+                state,
+                sent: None,
+                serial: 0,
+                admitted: None,
+                ok: None,
+                end: 0.0,
+            });
+            self.attempt(self.calls.len() - 1, now);
+        }
+    }
+
+    fn finish(&mut self, id: usize, ok: bool, now: f64) {
+        self.calls[id].ok = Some(ok);
+        self.calls[id].end = now;
+    }
+
+    fn attempt(&mut self, id: usize, now: f64) {
+        let coin = self.rng.next();
+        let call = &mut self.calls[id];
+        let client = call.client;
+        let guard = &mut self.clients[client];
+        let admission = guard.admit(&mut call.state, now, false, coin);
+        let _ = guard.drain_transitions();
+        let _ = guard.drain_holds();
+        let permit = match admission {
+            Admission::Go(permit) => permit,
+            Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
+            Admission::AwaitProbe(w) => return self.probe_waits.push((client, w, id)),
+            Admission::Stop(_) => {
+                self.finish(id, false, now);
+                return self.wake(client, now);
+            }
+            Admission::Online => unreachable!("the simulated host is always online"),
+        };
+        match guard.acquire_slot() {
+            Acquire::Granted => self.send(id, permit, now),
+            Acquire::Queued(w) => {
+                self.calls[id].admitted = Some(permit);
+                self.slot_waits.push((client, w, id));
+            }
+            Acquire::Full => {
+                guard.abandon(&call.state, permit, now);
+                self.finish(id, false, now);
+                self.wake(client, now);
+            }
+        }
+    }
+
+    fn send(&mut self, id: usize, permit: Option<Permit>, now: f64) {
+        let call = &mut self.calls[id];
+        let client = call.client;
+        let guard = &mut self.clients[client];
+        let key: &str = &call.state.spec.key;
+        let tripped = guard
+            .snapshot(now)
+            .iter()
+            .any(|s| s.key == key && s.state != stormguard::policy::breaker::State::Closed);
+        let _ = guard.drain_transitions();
+        let Some(sent) = guard.begin(&mut call.state, permit, now) else {
+            self.finish(id, false, now);
+            self.free_slot(client, now);
+            return self.wake(client, now);
+        };
+        self.serial += 1;
+        self.kinds.push((sent.attempt, sent.permit));
+        call.serial = self.serial;
+        call.sent = Some(sent);
+        let arrive = now + 0.5;
+        self.arrivals.push(arrive);
+        if tripped {
+            self.tripped.push(arrive);
+        }
+        self.arrive(id, self.serial, arrive);
+    }
+
+    fn in_fault(&self, t: f64) -> bool {
+        (self.fault_at..self.fault_end).contains(&t)
+    }
+
+    fn slots(&self, t: f64) -> usize {
+        if self.fault != Fault::Outage && self.in_fault(t) {
+            ((self.server.slots as f64 * 0.3).round() as usize).max(1)
+        } else {
+            self.server.slots
+        }
+    }
+
+    fn answer(&mut self, item: usize, status: u16, t: f64) {
+        let it = &mut self.server.items[item];
+        if it.answered {
+            return;
+        }
+        it.answered = true;
+        let (call, serial) = (it.call, it.serial);
+        self.at(t + 0.5, Event::Reply(call, serial, status));
+    }
+
+    /// The capacity model's arrival (tests/server/server.mjs).
+    fn arrive(&mut self, call: usize, serial: u64, t: f64) {
+        let item = self.server.items.len();
+        self.server.items.push(Item {
+            call,
+            serial,
+            deadline: t + self.server.gateway,
+            answered: false,
+            queued: false,
+        });
+        if self.fault == Fault::Outage && self.in_fault(t) {
+            return self.answer(item, 503, t);
+        }
+        let idle = self.server.busy < self.slots(t) && self.server.live == 0;
+        if !idle && self.server.live >= self.server.queue {
+            return self.answer(item, 503, t);
+        }
+        self.at(t + self.server.gateway, Event::Gateway(item));
+        if idle {
+            return self.start(item, t);
+        }
+        self.server.items[item].queued = true;
+        self.server.q.push_back(item);
+        self.server.live += 1;
+    }
+
+    fn start(&mut self, item: usize, t: f64) {
+        self.server.busy += 1;
+        self.at(t + self.server.service, Event::Done(item));
+    }
+
+    fn done(&mut self, item: usize, t: f64) {
+        self.server.busy -= 1;
+        self.answer(item, 200, t);
+        self.pump(t);
+    }
+
+    fn gateway(&mut self, item: usize, t: f64) {
+        let shed = self.fault == Fault::BrownoutShed;
+        let it = &mut self.server.items[item];
+        if it.queued && shed {
+            it.queued = false;
+            self.server.live -= 1;
+        }
+        self.answer(item, 504, t);
+    }
+
+    fn pump(&mut self, t: f64) {
+        let shed = self.fault == Fault::BrownoutShed;
+        while self.server.busy < self.slots(t) {
+            let Some(item) = self.server.q.pop_front() else {
+                break;
+            };
+            let it = &mut self.server.items[item];
+            if !it.queued {
+                continue; // shed already
+            }
+            it.queued = false;
+            self.server.live -= 1;
+            if shed && t >= it.deadline {
+                self.answer(item, 504, t);
+                continue;
+            }
+            if shed && t + self.server.service > self.server.items[item].deadline {
+                self.answer(item, 503, t);
+                continue;
+            }
+            self.start(item, t);
+        }
+    }
+
+    fn free_slot(&mut self, client: usize, now: f64) {
+        if let Some(w) = self.clients[client].release_slot() {
+            if let Some(i) = self
+                .slot_waits
+                .iter()
+                .position(|p| p.0 == client && p.1 == w)
+            {
+                let (_, _, id) = self.slot_waits.remove(i);
+                let permit = self.calls[id].admitted.take().flatten();
+                self.send(id, permit, now);
+            }
+        }
+    }
+
+    fn wake(&mut self, client: usize, now: f64) {
+        for w in self.clients[client].drain_released() {
+            if let Some(i) = self
+                .probe_waits
+                .iter()
+                .position(|p| p.0 == client && p.1 == w)
+            {
+                let (_, _, id) = self.probe_waits.remove(i);
+                self.at(now, Event::Attempt(id));
+            }
+        }
+    }
+
+    fn reply(&mut self, id: usize, serial: u64, status: u16, now: f64) {
+        if self.calls[id].serial != serial || self.calls[id].sent.is_none() {
+            return;
+        }
+        let ok = status == 200;
+        let end = if ok {
+            Ended::Success
+        } else {
+            Ended::Status {
+                status,
+                retry_after: None,
+                reset_ms: None,
+            }
+        };
+        let rand01 = self.rng.next();
+        let call = &mut self.calls[id];
+        let client = call.client;
+        let guard = &mut self.clients[client];
+        let permit = call.sent.take().and_then(|s| s.permit);
+        let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
+        let _ = guard.drain_transitions();
+        let _ = guard.drain_holds();
+        match verdict {
+            Verdict::End => self.finish(id, ok, now),
+            Verdict::Retry { delay_ms } => self.at(now + delay_ms, Event::Attempt(id)),
+            Verdict::Fail { .. } => self.finish(id, false, now),
+        }
+        self.free_slot(client, now);
+        self.wake(client, now);
+    }
+
+    /// The fault's arrivals by attempt number and permit, per call started
+    /// in it: (first, second, later) x (normal, probe, origin probe).
+    fn parts(&self) -> [[f64; 3]; 3] {
+        let mut out = [[0.0; 3]; 3];
+        let n = self.calls.iter().filter(|c| self.in_fault(c.start)).count() as f64;
+        for (t, (attempt, permit)) in self.arrivals.iter().zip(&self.kinds) {
+            if self.in_fault(*t) {
+                let a = (*attempt as usize).clamp(1, 3) - 1;
+                let p = match permit {
+                    Some(Permit::Probe) => 1,
+                    Some(Permit::Origin) => 2,
+                    _ => 0,
+                };
+                out[a][p] += 1.0 / n;
+            }
+        }
+        out
+    }
+
+    /// `bench/storm-metrics.mjs`'s figures.
+    fn figures(&self) -> Figures {
+        let mut arr = self.arrivals.clone();
+        arr.sort_by(f64::total_cmp);
+        let count = |from: f64, to: f64| {
+            (arr.partition_point(|&t| t < to) - arr.partition_point(|&t| t < from)) as f64
+        };
+        let good = |c: &Call| c.ok == Some(true) && c.end - c.start <= DEADLINE;
+        let calls_in = |from: f64, to: f64| {
+            let (mut n, mut ok) = (0.0, 0.0);
+            for c in self
+                .calls
+                .iter()
+                .filter(|c| c.start >= from && c.start < to)
+            {
+                n += 1.0;
+                if good(c) {
+                    ok += 1.0;
+                }
+            }
+            (n, ok)
+        };
+        let (fs, fe, end) = (self.fault_at, self.fault_end, self.total);
+        let base_from = (fs - 5000.0).max(1000.0);
+        let baseline = count(base_from, fs) / (fs - base_from) * 1000.0;
+        let amplification = count(fs, fe) / calls_in(fs, fe).0;
+        let (mut peak, mut peak_at) = (0.0, fs);
+        let mut t = fs;
+        while t + 1000.0 <= end + 1e-6 {
+            let r = count(t, t + 1000.0);
+            if r > peak {
+                (peak, peak_at) = (r, t);
+            }
+            t += 1000.0;
+        }
+        let mut last_bad = None;
+        let mut t = fe;
+        while t + 1000.0 <= end + 1e-6 {
+            let (n, ok) = calls_in(t, t + 1000.0);
+            if n > 0.0 && ok / n < 0.99 {
+                last_bad = Some(t);
+            }
+            t += 100.0;
+        }
+        let recovery_s = match last_bad {
+            None => Some(0.0),
+            Some(b) if b + 100.0 + 1000.0 > end + 1e-6 => None,
+            Some(b) => Some((b + 100.0 - fe) / 1000.0),
+        };
+        let (n, ok) = calls_in(fs, f64::INFINITY);
+        let from = fs + (self.fault_end - fs).min(20_000.0) / 2.0;
+        let tripped = self
+            .tripped
+            .iter()
+            .filter(|&&t| t >= from && t < fe)
+            .count() as f64;
+        let series = (0..((end - fs) / 1000.0) as usize)
+            .map(|i| count(fs + i as f64 * 1000.0, fs + (i + 1) as f64 * 1000.0) / baseline)
+            .collect();
+        Figures {
+            amplification,
+            peak: peak / baseline,
+            peak_at_s: (peak_at - fs) / 1000.0,
+            recovery_s,
+            success: ok / n,
+            probe_load: tripped / (fe - from) * 1000.0 / baseline,
+            series,
+            parts: self.parts(),
+        }
+    }
+}
+
+/// The defaults (`none`: one attempt, no breaker or budget).
+pub fn options(none: bool) -> RawClientOptions {
+    if none {
+        RawClientOptions {
+            retry: Toggle::Off,
+            budget: Toggle::Off,
+            breaker: Toggle::Off,
+            ..RawClientOptions::default()
+        }
+    } else {
+        RawClientOptions::default()
+    }
+}
+
+/// One storm run at the bench's scale on 2 cores (0.25).
+pub fn storm(
+    profile: Profile,
+    fault: Fault,
+    fault_ms: f64,
+    raw: &RawClientOptions,
+    seed: u64,
+) -> Figures {
+    let mut sim = Sim::new(profile, fault, fault_ms, 0.25, raw, seed);
+    sim.run();
+    let open = sim.calls.iter().filter(|c| c.ok.is_none()).count();
+    assert_eq!(open, 0, "calls never ended");
+    sim.figures()
+}
+
+const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
+fn show(name: &str, f: &Figures, none: &Figures) {
+    let rec = f
+        .recovery_s
+        .map_or_else(|| "never".to_string(), |r| format!("{r:.1} s"));
+    let series: Vec<String> = f.series.iter().take(8).map(|x| format!("{x:.2}")).collect();
+    println!(
+        "{name:<34} amp {:.2}  peak {:.2}x (at {} s)  recovery {rec}  success {:5.1} % (none {:5.1} %)  probe {:.2}  [{}]",
+        f.amplification,
+        f.peak,
+        f.peak_at_s,
+        f.success * 100.0,
+        none.success * 100.0,
+        f.probe_load,
+        series.join(" ")
+    );
+    let p: Vec<String> = f
+        .parts
+        .iter()
+        .map(|r| format!("{:.2}/{:.2}/{:.2}", r[0], r[1], r[2]))
+        .collect();
+    println!(
+        "    fault's sends per call (normal/probe/origin), attempt 1, 2, 3+: {}",
+        p.join("  ")
+    );
+}
+
+#[test]
+#[ignore = "figures: cargo test --release --test pagesim_steady -- --ignored --nocapture"]
+fn figures() {
+    let cases = [
+        ("outage 3 s steady", Profile::Steady, Fault::Outage, 3000.0),
+        ("outage 5 s steady", Profile::Steady, Fault::Outage, 5000.0),
+        (
+            "outage 10 s steady",
+            Profile::Steady,
+            Fault::Outage,
+            10_000.0,
+        ),
+        (
+            "outage 60 s steady",
+            Profile::Steady,
+            Fault::Outage,
+            60_000.0,
+        ),
+        (
+            "outage 3 s page-load",
+            Profile::PageLoad,
+            Fault::Outage,
+            3000.0,
+        ),
+        (
+            "outage 10 s page-load",
+            Profile::PageLoad,
+            Fault::Outage,
+            10_000.0,
+        ),
+        (
+            "outage 60 s page-load",
+            Profile::PageLoad,
+            Fault::Outage,
+            60_000.0,
+        ),
+        (
+            "brownout 10 s steady",
+            Profile::Steady,
+            Fault::Brownout,
+            10_000.0,
+        ),
+        (
+            "brownout 10 s page-load",
+            Profile::PageLoad,
+            Fault::Brownout,
+            10_000.0,
+        ),
+        (
+            "shed 3 s steady",
+            Profile::Steady,
+            Fault::BrownoutShed,
+            3000.0,
+        ),
+        (
+            "shed 10 s steady",
+            Profile::Steady,
+            Fault::BrownoutShed,
+            10_000.0,
+        ),
+        (
+            "shed 60 s steady",
+            Profile::Steady,
+            Fault::BrownoutShed,
+            60_000.0,
+        ),
+        (
+            "shed 3 s page-load",
+            Profile::PageLoad,
+            Fault::BrownoutShed,
+            3000.0,
+        ),
+        (
+            "shed 10 s page-load",
+            Profile::PageLoad,
+            Fault::BrownoutShed,
+            10_000.0,
+        ),
+        (
+            "shed 60 s page-load",
+            Profile::PageLoad,
+            Fault::BrownoutShed,
+            60_000.0,
+        ),
+    ];
+    for (name, profile, fault, ms) in cases {
+        for seed in [1, 2, 3] {
+            let f = storm(profile, fault, ms, &options(false), SEED ^ seed);
+            let none = storm(profile, fault, ms, &options(true), SEED ^ seed);
+            show(name, &f, &none);
+        }
+    }
+}
+
+fn breaker(open: f64, max_open: f64, consecutive: f64) -> RawClientOptions {
+    use stormguard::policy::raw_options::RawBreaker;
+    RawClientOptions {
+        breaker: Toggle::On(RawBreaker {
+            open_ms: Some(open),
+            max_open_ms: Some(max_open),
+            consecutive_failures: Toggle::On(consecutive),
+            ..RawBreaker::default()
+        }),
+        ..RawClientOptions::default()
+    }
+}
+
+/// The steady outages with the open period fixed at other lengths
+/// (`openMs` = `maxOpenMs`): an open period short enough that the one
+/// left over after a 3 s or 5 s outage costs less than 3 points of success
+/// probes too often through a 10 s one (amplification over 0.55), and the
+/// default's 2 s gives a 3 s cycle only because the poller calls every 1 s.
+#[test]
+#[ignore = "cargo test --release --test pagesim_steady open_periods -- --ignored --nocapture"]
+fn open_periods() {
+    let cases = [
+        ("outage 3 s steady", Profile::Steady, Fault::Outage, 3000.0),
+        ("outage 5 s steady", Profile::Steady, Fault::Outage, 5000.0),
+        (
+            "outage 10 s steady",
+            Profile::Steady,
+            Fault::Outage,
+            10_000.0,
+        ),
+        (
+            "outage 60 s steady",
+            Profile::Steady,
+            Fault::Outage,
+            60_000.0,
+        ),
+        (
+            "shed 10 s steady",
+            Profile::Steady,
+            Fault::BrownoutShed,
+            10_000.0,
+        ),
+        (
+            "brownout 10 s steady",
+            Profile::Steady,
+            Fault::Brownout,
+            10_000.0,
+        ),
+    ];
+    for open in [1000.0, 1250.0, 1500.0, 1750.0, 2000.0, 3000.0] {
+        let raw = breaker(open, open, 3.0);
+        println!("openMs = maxOpenMs = {open}");
+        for (name, profile, fault, ms) in cases {
+            let f = storm(profile, fault, ms, &raw, SEED ^ 1);
+            let none = storm(profile, fault, ms, &options(true), SEED ^ 1);
+            show(name, &f, &none);
+        }
+    }
+}
+
+/// Issue 42's storm targets that the rules meet in this model (issue 26's
+/// that still hold, and the 60 s page-load outage's): what a change to the
+/// breaker must not lose. The steady 3 s and 5 s outages' success and the
+/// peaks that miss are in `figures`.
+#[test]
+fn storm_runs_keep_the_targets_met() {
+    let run = |profile, fault, ms| {
+        (
+            storm(profile, fault, ms, &options(false), SEED),
+            storm(profile, fault, ms, &options(true), SEED),
+        )
+    };
+    for ms in [10_000.0, 60_000.0] {
+        let (f, none) = run(Profile::Steady, Fault::Outage, ms);
+        assert!(
+            f.amplification <= 0.55,
+            "steady {ms}: amp {}",
+            f.amplification
+        );
+        assert!(f.recovery_s.is_some_and(|r| r <= 2.05), "steady {ms}");
+        assert!(f.success >= none.success - 0.03, "steady {ms}");
+    }
+    for ms in [3000.0, 10_000.0, 60_000.0] {
+        let (f, none) = run(Profile::PageLoad, Fault::Outage, ms);
+        if ms < 60_000.0 {
+            assert!(
+                f.amplification <= 1.36,
+                "page-load {ms}: amp {}",
+                f.amplification
+            );
+        }
+        assert!(f.peak <= 1.5, "page-load {ms}: peak {}", f.peak);
+        assert!(f.recovery_s.is_some_and(|r| r <= 2.0), "page-load {ms}");
+        assert!(f.success >= none.success - 0.01, "page-load {ms}");
+    }
+    let (f, _) = run(Profile::Steady, Fault::Outage, 60_000.0);
+    assert!(f.probe_load <= 0.5, "steady 60 s: probe {}", f.probe_load);
+    let (f, _) = run(Profile::PageLoad, Fault::Outage, 60_000.0);
+    assert!(
+        f.probe_load <= 0.5,
+        "page-load 60 s: probe {}",
+        f.probe_load
+    );
+    for fault in [Fault::Brownout, Fault::BrownoutShed] {
+        let (f, none) = run(Profile::PageLoad, fault, 10_000.0);
+        assert!(f.success >= none.success, "page-load {fault:?}");
+    }
+}
