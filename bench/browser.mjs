@@ -43,16 +43,17 @@ export async function gotoIsolated(page, url) {
 
 /**
  * The fault server, Chromium and the libraries' page (`bench/pages/<page>.html`, cross-origin
- * isolated) loaded and ready: what the per-call benchmarks share. `close()` ends all of it.
+ * isolated; `query` its search string) loaded and ready: what the per-call benchmarks share. `close()`
+ * ends all of it.
  */
-export async function openBenchPage(page, label) {
+export async function openBenchPage(page, label, query = '') {
   const site = await startSite();
   const browser = await launchChromium();
   try {
     const tab = await browser.newPage();
     const errors = [];
     tab.on('pageerror', (e) => errors.push(e.message));
-    const isolated = await gotoIsolated(tab, `${site.url}/bench/pages/${page}.html`);
+    const isolated = await gotoIsolated(tab, `${site.url}/bench/pages/${page}.html${query}`);
     await tab.waitForFunction(() => window.ready === true, null, { timeout: 20000 }).catch(() => {
       throw new Error(`${label} page did not load: ${errors.join('; ')}`);
     });

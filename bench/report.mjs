@@ -295,16 +295,28 @@ function startupSection(res, charts) {
   const rows = names.map((n) => {
     const l = s.libs[n];
     const warm = l.warmReadyMs ? fixed(l.warmReadyMs.median, 1) : '—';
-    return [n, fixed(l.importMs.median, 1), fixed(l.readyMs.median, 1), fixed(l.readyMs.p90, 1), warm, fixed(l.navToReadyMs.median, 1)];
+    return [n, fixed(l.importMs.median, 1), l.clientMs ? fixed(l.clientMs.median, 1) : '—', fixed(l.readyMs.median, 1), fixed(l.readyMs.p90, 1),
+      l.answerMs ? fixed(l.answerMs.median, 1) : '—', warm, fixed(l.navToReadyMs.median, 1)];
   });
-  return `## 2. Start-up\n\nA fresh browser context (empty cache) per cold load, the loads of the libraries alternating; each page ` +
-    `\`import()\`s the library's bundle from section 1 and makes it ready for a first call (stormguard: \`await createClient()\`, ` +
-    `which fetches, compiles and instantiates the wasm; ky/ofetch/axios: \`create()\`; cockatiel: the storm benchmark's policy). ` +
+  let md = `## 2. Start-up\n\nA fresh browser context (empty cache) per cold load, the loads of the libraries alternating; each page ` +
+    `\`import()\`s the library's bundle and makes it ready for a first call (stormguard: \`createClientSync()\`, a client whose calls ` +
+    `can be made at once, then its \`ready\`, once the wasm is fetched, compiled and instantiated; ky/ofetch/axios: \`create()\`; ` +
+    `cockatiel: the storm benchmark's policy). ` +
     `Warm: the same page loaded again in that context (files from the HTTP cache, and whatever V8 cached of their code). ` +
     `\`stormguard+preload\`: a page whose HTML preloads the wasm (\`<link rel="preload" as="fetch" crossorigin>\`). ` +
+    `\`stormguard+call\`: a \`request()\` made as soon as the client is, its answer timed (the boot build's attempt, or the engine's). ` +
+    `${s.pkgs ? `\`stormguard@<label>\`: another build (${s.pkgs.map((p) => `${p.label}: \`${p.dir}\``).join(', ')}), its loads alternating with this one's. ` : ''}` +
     `Times in ms from just before the \`import()\`; the last column from navigation start.\n\n` +
-    mdTable(['library', 'import, median', 'import -> ready, median', 'import -> ready, p90', 'warm import -> ready, median', 'navigation -> ready, median'], rows) +
+    mdTable(['library', 'import, median', 'import -> client, median', 'import -> ready, median', 'import -> ready, p90', 'import -> answer, median',
+      'warm import -> ready, median', 'navigation -> ready, median'], rows) +
     '\n\n![start-up](startup.svg)\n\n';
+  if (s.node) {
+    md += `**Node ${s.nodeVersion ?? ''}, cold**: a process per load, the builds alternating; from just before the \`import()\` of the Node ` +
+      `entry to \`createClientSync()\`'s client, to its \`ready\` and to the answer of a \`request()\` made at once (medians, ms).\n\n` +
+      mdTable(['build', 'import', 'import -> client', 'import -> ready', 'import -> answer'], Object.entries(s.node).map(([label, n]) =>
+        [label, fixed(n.importMs.median, 1), fixed(n.clientMs.median, 1), fixed(n.readyMs.median, 1), fixed(n.answerMs.median, 1)])) + '\n\n';
+  }
+  return md;
 }
 
 function overheadSection(res, charts) {
@@ -316,7 +328,7 @@ function overheadSection(res, charts) {
     `at concurrency 6 per library in blocks of ${o.config.block} that alternate between the libraries (the order rotates every ` +
     `round), after ${o.config.warmup} warm-up calls each. Each call is timed ` +
     `from the call to the parsed body. The page is cross-origin isolated (${o.isolated ? 'yes' : 'no'}), so \`performance.now()\` ` +
-    `resolves 5 µs. Strategies: ${names.map((n) => `**${n}**: ${n === 'cockatiel' ? DESCRIPTIONS['cockatiel (retry + timeout)'] : n === 'stormguard-bare' ? 'createClient({ retry: false, budget: false, breaker: false, concurrency: false, dedupe: false }): what the wasm boundary costs without the policies' : DESCRIPTIONS[n]}`).join('; ')}.\n\n`;
+    `resolves 5 µs. Strategies: ${names.map((n) => `**${n}**: ${n === 'cockatiel' ? DESCRIPTIONS['cockatiel (retry + timeout)'] : n.includes('@') ? `the row ${n.split('@')[0]} of the build ${n.split('@')[1]}` : n === 'stormguard-bare' ? 'createClient({ retry: false, budget: false, breaker: false, concurrency: false, dedupe: false }): what the wasm boundary costs without the policies' : DESCRIPTIONS[n]}`).join('; ')}.\n\n`;
   for (const [mode, b] of Object.entries(o.modes)) {
     md += `**${mode === 'sequential' ? 'Sequential' : 'Concurrency 6'}**\n\n` + mdTable(
       ['library', 'median', 'x raw', 'p99', 'x raw', 'mean', 'calls/s'],

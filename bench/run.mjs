@@ -3,6 +3,7 @@
 //   storm filters, for short runs while developing (they write to results/dev/):
 //   [-- --scenarios=outage,brownout] [-- --lengths=3,10,60] [-- --profiles=steady,page-load] [-- --strategies=none,stormguard]
 //   (--strategies may name a variant the plan does not run there: it runs in extra batches; see storm.mjs filterPlan)
+//   [-- --pkg=before=/tmp/pkg-before] start-up and overhead of another build (a pkg/ folder) beside this one (results/dev/)
 //
 // Runs every benchmark side by side with raw fetch, ky and cockatiel (and
 // ofetch/axios for size and start-up), writes results/*.json, RESULTS.md with
@@ -14,7 +15,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import os from 'node:os';
 import { join } from 'node:path';
 import { benchDir, resultsDir, root } from './lib.mjs';
-import { measureSizes, twiggyBreakdown } from './size.mjs';
+import { measureSizes, pkgsFromArgs, twiggyBreakdown } from './size.mjs';
 import { runStartup } from './startup.mjs';
 import { runOverhead } from './overhead.mjs';
 import { runStorm } from './storm.mjs';
@@ -44,7 +45,10 @@ const stormFilter = {
   profiles: listArg('profiles'),
   strategies: listArg('strategies'),
 };
-const filtered = Object.values(stormFilter).some(Boolean);
+// --pkg=before=/tmp/pkg-before: another build's start-up and overhead rows beside this checkout's
+// (stormguard@before), interleaved in one run, with their ratios printed (startup.mjs, overhead.mjs)
+const pkgs = pkgsFromArgs(args);
+const filtered = Object.values(stormFilter).some(Boolean) || pkgs.length > 0;
 // --scale=0.4: the storm with fewer clients and a proportionally smaller backend (same load, same timings);
 // by default the full run scales to the machine (storm.mjs, FULL_SCALE)
 const scaleArg = args.find((a) => a.startsWith('--scale='));
@@ -105,8 +109,8 @@ if (only.includes('size')) {
   save('size', await timed('size', () => measureSizes({ log })));
   save('twiggy', await timed('twiggy', () => twiggyBreakdown({ quick, log })));
 }
-if (only.includes('startup')) save('startup', await timed('startup', () => runStartup({ quick, log })));
-if (only.includes('overhead')) save('overhead', await timed('overhead', () => runOverhead({ quick, log })));
+if (only.includes('startup')) save('startup', await timed('startup', () => runStartup({ quick, pkgs, log })));
+if (only.includes('overhead')) save('overhead', await timed('overhead', () => runOverhead({ quick, pkgs, log })));
 if (only.includes('storm')) {
   const overrides = stormScale === null ? {} : {
     clientsScale: stormScale,

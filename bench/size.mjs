@@ -87,6 +87,43 @@ export async function buildBundles() {
   return out;
 }
 
+/**
+ * Builds to compare side by side: `--pkg=before=/tmp/pkg-before` (label=folder, comma-separated) from a
+ * benchmark's arguments, as `[{ label, dir }]`; the folder is a built `pkg/` (`node scripts/build.mjs` at
+ * another commit, copied aside). The label names the build's rows (`stormguard@before`).
+ */
+export function pkgsFromArgs(args) {
+  const a = args.find((x) => x.startsWith('--pkg='));
+  if (!a) return [];
+  return a.slice('--pkg='.length).split(',').filter(Boolean).map((item) => {
+    const i = item.indexOf('=');
+    const label = item.slice(0, i);
+    const dir = item.slice(i + 1);
+    if (i < 1 || !/^[\w.-]+$/.test(label)) throw new Error(`--pkg: ${item} is not label=folder`);
+    if (!existsSync(join(dir, 'index.js')) || !existsSync(join(dir, 'node.js')) || !existsSync(join(dir, 'stormguard_bg.wasm'))) {
+      throw new Error(`--pkg: ${dir} is not a built package (index.js, node.js, stormguard_bg.wasm)`);
+    }
+    return { label, dir };
+  });
+}
+
+/** The folder of a package's page bundle (bundlePkg): `now` is this checkout's pkg/. */
+export const pkgBundleDir = (label) => join(buildDir, 'pkgs', label);
+
+/**
+ * bench/.build/pkgs/<label>/stormguard.min.js, the browser entry of the package in `dir` bundled as
+ * an app ships it (createClient and createClientSync), with its .wasm beside: what the start-up and
+ * overhead pages load for a build (`stormguard@<label>`; `now` for pkg/).
+ */
+export async function bundlePkg(label, dir = join(root, 'pkg')) {
+  const out = pkgBundleDir(label);
+  mkdirSync(out, { recursive: true });
+  const js = await bundle(`export { createClient, createClientSync } from ${JSON.stringify(join(dir, 'index.js'))};`);
+  writeFileSync(join(out, 'stormguard.min.js'), js);
+  copyFileSync(join(dir, 'stormguard_bg.wasm'), join(out, 'stormguard_bg.wasm'));
+  return out;
+}
+
 export async function measureSizes({ log = console.log } = {}) {
   const bundles = await buildBundles();
   const libs = [];
