@@ -121,7 +121,7 @@ const TIMEOUT = new Error('stormguard: boot attempt timed out');
  * Sends `p` (from plan()) through `fetchFn` at once, within its time and `signal`: a promise of
  * `{ started, kind, value }` as the engine's `Client.adopt` takes it (0 a 2xx delivered, `value` its
  * parsed body; 1 another answer, `value` its Response; 2 a 2xx that did not parse; 3 a network error;
- * 4 out of time), or of `{ aborted: true }` when `signal` aborted it; undefined if nothing was sent.
+ * 4 out of time), or of `{ aborted: true, started }` when `signal` aborted it; undefined if nothing was sent.
  */
 export function first(fetchFn, p, signal) {
   const started = performance.now();
@@ -133,7 +133,7 @@ export function first(fetchFn, p, signal) {
   }
   const end = (kind, value) => {
     over(timer, listener, signal);
-    return kind === undefined ? { aborted: true } : { started, kind, value };
+    return kind === undefined ? { aborted: true, started } : { started, kind, value };
   };
   const failed = (e) => (signal?.aborted ? end() : controller.signal.reason === TIMEOUT ? end(4) : end(3, e));
   return response.then(async (res) => {

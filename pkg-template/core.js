@@ -942,6 +942,7 @@ class Client {
     try {
       await this.#waitBuilt(ms, signal);
     } catch (e) {
+      if (signal?.aborted && e instanceof AbortError) this.#replay(method, a, b);
       if (asFetch && e?.reason === signal?.reason && signal?.aborted && e instanceof AbortError) throw signal.reason;
       // schema() does not reject for its deadline: its fallback (the cache is the engine's to read).
       if (method === 'schema' && e instanceof TimeoutError) return clientFailed(b, e);
@@ -971,26 +972,41 @@ class Client {
     }
     if (r.aborted) {
       const caller = isSignal(signal) && signal.aborted;
+      if (caller) this.#replay('request', a, b, [r.started, 5]);
       throw caller ? new AbortError('call aborted', { reason: signal.reason }) : closedError();
     }
     if (r.kind === 0) {
-      this.#whenBuilt().then(() => {
-        // Its sample: the call adopted, with nothing left to do (the caller has its answer).
-        if (this.#final) return;
-        this.#c.adopt(r.started, 0, undefined);
-        this.#call('request', a, b === undefined ? b : { ...b, signal: undefined }).catch(() => {});
-      }, () => {});
+      // Its sample: the call adopted, with nothing left to do (the caller has its answer).
+      this.#replay('request', a, b === undefined ? b : { ...b, signal: undefined }, [r.started, 0]);
       return r.value;
     }
     try {
       await this.#waitBuilt(Math.max(1, Math.ceil(ms - (performance.now() - r.started))), signal);
     } catch (e) {
       if (r.kind === 1) r.value?.body?.cancel?.().catch(() => {});
+      // Aborted while it waited: an answer whose body the engine never read is no sample (as its own
+      // attempt aborted while reading it); any other end is.
+      if (signal?.aborted && e instanceof AbortError) this.#replay('request', a, b, [r.started, r.kind === 1 ? 5 : r.kind, r.value]);
       throw toError(e);
     }
     if (this.#final) return this.request(a, b);
     this.#c.adopt(r.started, r.kind, r.value);
     return this.request(a, b);
+  }
+
+  /**
+   * Counts in the engine, once it is in, a call that ended before: `this[method](a, b)` made through
+   * it with nothing left to send, its first attempt `adopted` (`[started, kind, value]`, as
+   * Client.adopt takes it) if the boot build sent one. A 2xx the boot build delivered (kind 0) is that
+   * attempt's sample; a call its caller aborted is made with its aborted signal, and the engine counts
+   * it as one aborted in its hands: a request, its attempt if one went, a failure.
+   */
+  #replay(method, a, b, adopted) {
+    this.#whenBuilt().then(() => {
+      if (this.#final) return;
+      if (adopted) this.#c.adopt(...adopted);
+      this.#call(method, a, b).catch(() => {});
+    }, () => {});
   }
 
   /** The engine, within `ms` and until `signal` or close() (of this client or one it derives from) aborts. */

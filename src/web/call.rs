@@ -73,6 +73,8 @@ pub enum AdoptedEnd {
     Network(JsValue),
     /// Its time ran out.
     Timeout,
+    /// The caller aborted it.
+    Cancelled,
 }
 
 impl Call {

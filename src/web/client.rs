@@ -84,15 +84,18 @@ impl Client {
     /// build (pkg-template/boot.js), and ended so: `kind` 0 a 2xx it
     /// delivered, 1 an answer (`value` its Response, body unread), 2 a
     /// 2xx whose body did not parse (`value` the error), 3 a network error
-    /// (`value` the host's), 4 its time ran out. The call adopts it as its
-    /// first attempt.
+    /// (`value` the host's), 4 its time ran out, 5 the caller aborted it
+    /// (the call, made again with its aborted signal, ends so and is
+    /// counted as the engine counts an aborted call). The call adopts it as
+    /// its first attempt.
     pub fn adopt(&self, started_ms: f64, kind: u8, value: JsValue) {
         let end = match kind {
             0 => AdoptedEnd::Delivered,
             1 => AdoptedEnd::Answer(value),
             2 => AdoptedEnd::Parse(value),
             3 => AdoptedEnd::Network(value),
-            _ => AdoptedEnd::Timeout,
+            4 => AdoptedEnd::Timeout,
+            _ => AdoptedEnd::Cancelled,
         };
         self.adopted.set(Some(Adopted { started_ms, end }));
     }

@@ -206,3 +206,43 @@ test('boot attempts still in flight when the engine arrives hold its concurrency
     await context.close();
   }
 });
+
+test('calls aborted before the engine is in are counted by it when it arrives, as it counts its own: nothing is sent again', async () => {
+  const context = await browser.newContext();
+  let hold;
+  const held = new Promise((r) => { hold = r; });
+  try {
+    const { page, release, sent } = await heldPage(context, { hold: ['boot-abort-', held] });
+    await page.evaluate((u) => {
+      window.ended = [];
+      const end = (r) => window.ended.push(r.error?.name);
+      window.early = new AbortController();
+      const signal = window.early.signal;
+      window.call(`${u}/echo?id=boot-abort-sent`, { signal }).then(end);
+      // One the boot build does not send (an option of the engine's): it waits for the engine.
+      window.call(`${u}/echo?id=boot-abort-waits`, { signal, retry: { maxAttempts: 2 } }).then(end);
+    }, servers.fault);
+    for (let i = 0; sent('boot-abort-sent') < 1; i++) {
+      if (i > 1000) throw new Error('the boot attempt did not go');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await page.evaluate(() => window.early.abort());
+    await page.waitForFunction(() => window.ended.length === 2);
+    assert.deepEqual(await page.evaluate(() => window.ended), ['AbortError', 'AbortError']);
+    release();
+    await page.evaluate(() => window.api.ready.then(() => undefined));
+    await page.waitForFunction(() => window.api.stats().requests === 2);
+    const stats = await page.evaluate(() => window.api.stats());
+    // Each a request and a failure, the boot build's attempt an attempt (no sample, no retry).
+    assert.deepEqual(
+      [stats.requests, stats.attempts, stats.retries, stats.failures, stats.inFlight, stats.queued],
+      [2, 1, 0, 2, 0, 0],
+    );
+    assert.deepEqual(await page.evaluate(() => window.events), ['attempt 1']);
+    assert.deepEqual(await page.evaluate(() => window.api.breakers().map((b) => b.samples)), [0]);
+    assert.equal(sent('boot-abort-'), 1, 'nothing sent again');
+  } finally {
+    hold();
+    await context.close();
+  }
+});

@@ -53,6 +53,7 @@ async fn adopted(d: &mut Drive<'_>, started_ms: f64, end: AdoptedEnd) -> Decided
                 AdoptedEnd::Parse(e) => AttemptEnd::Parse(e),
                 AdoptedEnd::Network(e) => AttemptEnd::Network(e),
                 AdoptedEnd::Timeout => AttemptEnd::Timeout(send.phase),
+                AdoptedEnd::Cancelled => AttemptEnd::Cancelled,
                 _ => AttemptEnd::Done(JsValue::UNDEFINED),
             };
             (end, None)
