@@ -395,9 +395,8 @@ impl Client {
 
 /// `client.stats()`, the JS `Stats` field for field: the counters, then
 /// the gauges from the limiter. Every number an f64, as JS has it (a
-/// counter is exact below 2^53, which none reaches; serde-wasm-bindgen's
-/// u64 path would format an error for larger ones, linking integer
-/// formatting: bench/README.md), so one serializer serves them all.
+/// counter is exact below 2^53, which none reaches; `convert::Plain`
+/// writes no u64), so one serializer serves them all.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StatsOut {

@@ -1,7 +1,8 @@
 //! Small helpers for building and reading plain JS objects.
 //!
 //! What the wasm hands out to users (`stats()`, `breakers()`, events) is a
-//! `#[derive(Serialize)]` struct made a plain object by [`to_js`]; the
+//! `#[derive(Serialize)]` struct made a plain object by [`to_js`], through
+//! [`Plain`], a serde `Serializer` of the few shapes those structs have; the
 //! other objects it makes (error descriptors, peer messages, fetch inits)
 //! are built member by member with [`Obj`]. What comes in is read member by
 //! member with [`get`]: `serde_wasm_bindgen::from_value` would link float
@@ -37,14 +38,181 @@ pub fn get(obj: &JsValue, k: &'static str) -> Result<JsValue, JsValue> {
     js_sys::Reflect::get(obj, &key(k))
 }
 
-/// `value` through serde-wasm-bindgen: a struct is a plain object with its
-/// fields in order, a `None` marked `skip_serializing_if` absent (without
-/// it the key would be there, `undefined`), a unit variant its name.
-/// Numbers go out as f64 or u32 (a u64 would link integer formatting for
-/// its range error), so nothing here fails; were it to, the error's value
-/// is what the caller gets.
+/// `value` as serde-wasm-bindgen's `to_value` made it (the shapes the
+/// e2e tests read): a struct is a plain object with its fields in order,
+/// a `None` marked `skip_serializing_if` absent (without it the key would
+/// be there, `undefined`), a unit variant its name, a number a JS number.
+/// [`Plain`] serializes only what the derived structs hold, so nothing here
+/// fails; were it to, the value is `undefined`.
 pub fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> JsValue {
-    serde_wasm_bindgen::to_value(value).unwrap_or_else(JsValue::from)
+    value.serialize(Plain).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// The serde `Serializer` behind [`to_js`]: structs, numbers, strings,
+/// options and unit variants, the keys made JS strings once by [`key`].
+/// In place of serde-wasm-bindgen's, whose key cache (a hash table per
+/// pointer) and general serializer cost 2.3 KB gzip more (bench/README.md).
+pub struct Plain;
+
+/// A shape [`Plain`] does not write (none of the derived structs has one).
+#[derive(Debug)]
+pub struct Unwritten;
+
+impl std::fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a shape to_js does not write")
+    }
+}
+
+impl std::error::Error for Unwritten {}
+
+impl serde::ser::Error for Unwritten {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Unwritten
+    }
+}
+
+type Never = serde::ser::Impossible<JsValue, Unwritten>;
+
+impl serde::Serializer for Plain {
+    type Ok = JsValue;
+    type Error = Unwritten;
+    type SerializeSeq = Never;
+    type SerializeTuple = Never;
+    type SerializeTupleStruct = Never;
+    type SerializeTupleVariant = Never;
+    type SerializeMap = Never;
+    type SerializeStruct = Obj;
+    type SerializeStructVariant = Never;
+
+    fn serialize_bool(self, v: bool) -> Result<JsValue, Unwritten> {
+        Ok(JsValue::from_bool(v))
+    }
+    fn serialize_i8(self, v: i8) -> Result<JsValue, Unwritten> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_i16(self, v: i16) -> Result<JsValue, Unwritten> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_i32(self, v: i32) -> Result<JsValue, Unwritten> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_i64(self, _: i64) -> Result<JsValue, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_u8(self, v: u8) -> Result<JsValue, Unwritten> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_u16(self, v: u16) -> Result<JsValue, Unwritten> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_u32(self, v: u32) -> Result<JsValue, Unwritten> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_u64(self, _: u64) -> Result<JsValue, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_f32(self, v: f32) -> Result<JsValue, Unwritten> {
+        self.serialize_f64(v.into())
+    }
+    fn serialize_f64(self, v: f64) -> Result<JsValue, Unwritten> {
+        Ok(JsValue::from_f64(v))
+    }
+    fn serialize_char(self, _: char) -> Result<JsValue, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_str(self, v: &str) -> Result<JsValue, Unwritten> {
+        Ok(JsValue::from_str(v))
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Result<JsValue, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_none(self) -> Result<JsValue, Unwritten> {
+        Ok(JsValue::UNDEFINED)
+    }
+    fn serialize_some<T: serde::Serialize + ?Sized>(self, v: &T) -> Result<JsValue, Unwritten> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<JsValue, Unwritten> {
+        Ok(JsValue::UNDEFINED)
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Result<JsValue, Unwritten> {
+        Ok(JsValue::UNDEFINED)
+    }
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<JsValue, Unwritten> {
+        Ok(key(variant))
+    }
+    fn serialize_newtype_struct<T: serde::Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        v: &T,
+    ) -> Result<JsValue, Unwritten> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: serde::Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<JsValue, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Result<Never, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_tuple(self, _: usize) -> Result<Never, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Never, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Never, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_map(self, _: Option<usize>) -> Result<Never, Unwritten> {
+        Err(Unwritten)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Obj, Unwritten> {
+        Ok(Obj::new())
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Never, Unwritten> {
+        Err(Unwritten)
+    }
+}
+
+impl serde::ser::SerializeStruct for Obj {
+    type Ok = JsValue;
+    type Error = Unwritten;
+
+    fn serialize_field<T: serde::Serialize + ?Sized>(
+        &mut self,
+        k: &'static str,
+        v: &T,
+    ) -> Result<(), Unwritten> {
+        self.set(k, v.serialize(Plain)?);
+        Ok(())
+    }
+    fn end(self) -> Result<JsValue, Unwritten> {
+        Ok(self.into_js())
+    }
 }
 
 /// A plain object under construction.
