@@ -15,9 +15,8 @@
 //   events, beforeError hooks, close() (and a closed client's fetch passing
 //   attempts on), and createClientSync's calls before the wasm is in;
 // - loading the wasm (checkHost, fetchWasm, loadWasm, earlyWasm) and
-//   makeCreateClient, from which each entry makes createClient.
-
-import { MAX_IN_FLIGHT, first, plan } from './boot.js';
+//   makeCreateClient, from which each entry makes createClient (the browser entry hands it the boot
+//   build, boot.js; Node's and workerd's never load it, as it would only cost their import).
 
 const BRAND = Symbol.for('stormguard.error');
 
@@ -832,9 +831,10 @@ class Client {
   #building = null;
   #deadline = DEFAULT_DEADLINE_MS;
   #listeners = [];
-  // A root client made before the engine is in: its options, which decide whether the boot build
-  // may send a call's first attempt (boot.js).
+  // A root client made before the engine is in by an entry that has the boot build (boot.js, `#boot`):
+  // its options, which decide whether the boot build may send a call's first attempt.
   #given = undefined;
+  #boot = null;
   #booting = 0; // its boot attempts in flight
   #held = 0; // of those, the ones in flight when the engine came in: each holds one of its slots
 
@@ -855,9 +855,10 @@ class Client {
    * giving a promise of `{ inner, fns }`; it is started now. Its calls wait
    * for it within their deadline (`deadline` when they give none) and signal.
    */
-  static pending(build, deadline, original, parent = null, given = undefined) {
+  static pending(build, deadline, original, parent = null, given = undefined, boot = null) {
     const c = new Client(null, null, null, original);
     c.#given = given;
+    c.#boot = boot;
     c.#build = build;
     c.#deadline = deadline;
     c.#parent = parent;
@@ -934,10 +935,11 @@ class Client {
     }
     const valid = Number.isInteger(given) && given > 0 && given <= MAX_TIMER_MS;
     const ms = valid ? given : this.#deadline;
-    const p = method === 'request' && this.#given !== undefined && this.#booting < MAX_IN_FLIGHT
-      ? plan(this.#given, a, b, pageBase())
+    const boot = this.#boot;
+    const p = method === 'request' && boot && this.#given !== undefined && this.#booting < boot.max
+      ? boot.plan(this.#given, a, b, pageBase())
       : undefined;
-    const sent = p && first(this.#original ?? currentFetch(), p, anySignal([isSignal(signal) ? signal : undefined, ...this.#closers()]).signal);
+    const sent = p && boot.first(this.#original ?? currentFetch(), p, anySignal([isSignal(signal) ? signal : undefined, ...this.#closers()]).signal);
     if (sent) return this.#booted(sent, a, b, ms, signal);
     try {
       await this.#waitBuilt(ms, signal);
@@ -1544,8 +1546,12 @@ function sourceName(source) {
  * tries again, and one with another source loads that at once, whatever an
  * earlier load is still doing. The first load to finish is the realm's
  * module; a call waiting for another load takes it too.
+ *
+ * `boot`: the boot build, `{ max, first, plan }` of boot.js (max: MAX_IN_FLIGHT), which sends the first
+ * attempt of a call made in a page before the module is in; the browser entry passes it, the others
+ * do without.
  */
-export function makeCreateClient(load) {
+export function makeCreateClient(load, boot = null) {
   let wasm = null;
   let loaded;
   const whenLoaded = new Promise((resolve) => {
@@ -1665,6 +1671,7 @@ export function makeCreateClient(load) {
       original,
       null,
       bad ? undefined : given ?? {},
+      boot,
     );
   }
 

@@ -10,6 +10,9 @@
 import './preflight.js';
 import { Client, UserFnFlag, finish, imports } from './stormguard.js';
 import { OptionsError, earlyWasm, fetchWasm, loadWasm, makeCreateClient } from './core.js';
+// The boot build (a call's first attempt before the engine is in), for this entry only: a page is
+// where the first load is slow; Node and Workers load no more than they use.
+import { MAX_IN_FLIGHT as max, first, plan } from './boot.js';
 
 export {
   StormguardError, TimeoutError, AbortError, NetworkError, HttpError,
@@ -56,4 +59,4 @@ export const { createClient, createClientSync } = makeCreateClient(async (source
     return { input: await fetchWasm(url, { signal }), where: url.href };
   });
   return glue;
-});
+}, { max, first, plan });

@@ -123,6 +123,30 @@ describe('the exports map', () => {
     );
     assert.deepEqual(out, { name: 'OptionsError', branded: true });
   });
+
+  // Only a page sends a call's first attempt before the engine is in (boot.js, in pages only): the
+  // Node and workerd entries importing the boot build cost Node's cold import ~8 ms for nothing
+  // (bench/startup.mjs, `node bench/startup.mjs --pkg=before=...`).
+  test('the boot build is in the browser entry\'s module graph only (not Node\'s, CommonJS\'s or workerd\'s)', () => {
+    /** Every package file `entry` imports, transitively (relative specifiers: the package's own files). */
+    const graph = (entry, seen = new Set()) => {
+      if (seen.has(entry)) return seen;
+      seen.add(entry);
+      const text = readFileSync(join(pkg, entry), 'utf8');
+      for (const m of text.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*['"]\.\/([\w.-]+\.js)['"]/g)) graph(m[1], seen);
+      return seen;
+    };
+    const boot = ['boot.js', 'stormguard_boot.js'];
+    const browser = graph('index.js');
+    for (const f of boot) assert.ok(browser.has(f), `index.js imports ${f}: ${[...browser]}`);
+    for (const entry of ['node.js', 'workerd.js']) {
+      const files = graph(entry);
+      assert.ok(files.has('core.js') && files.has('stormguard.js'), `${entry}: ${[...files]}`);
+      for (const f of boot) assert.ok(!files.has(f), `${entry} imports ${f}: ${[...files]}`);
+    }
+    // node.cjs is node.js bundled: boot.js's strings are not in it
+    assert.doesNotMatch(readFileSync(join(pkg, 'node.cjs'), 'utf8'), /boot attempt timed out/);
+  });
 });
 
 describe('the wasm option in Node', () => {
