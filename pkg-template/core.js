@@ -774,15 +774,17 @@ function onAbort(signal, fn) {
 /**
  * `options` with its members `keys` read once, for the wrapper and the engine alike: an object
  * over it that holds what each read gave (the rest still read from `options`, inherited members
- * and getters as the engine reads them). A member whose read threw is left for the engine to read
- * and name; anything but an object is given back as it is (the engine rejects it or reads none).
+ * and getters as the engine reads them), and a `retry` among them with its `retryOn` read once
+ * too (the engine checks it, the UserFns keeps it). A member whose read threw is left for the
+ * engine to read and name; anything but an object is given back as it is (the engine rejects it
+ * or reads none).
  */
 function readOnce(options, keys) {
   if (options === null || typeof options !== 'object') return options;
   const d = {};
   for (const k of keys) {
     try {
-      d[k] = { value: options[k] };
+      d[k] = { value: k === 'retry' ? readOnce(options[k], ['retryOn']) : options[k] };
     } catch {
       // the engine reads it again and names it
     }

@@ -151,28 +151,35 @@ test('call options: each read once, inherited members and getters count, a throw
   client.close();
 });
 
-test('client options: createClient(), createClientSync() and extend() read each of fetch, headers, retry and deadlineMs once', async () => {
+test('client options: createClient(), createClientSync() and extend() read each of fetch, headers, retry, deadlineMs and retry.retryOn once', async () => {
   // The wrapper and the engine share what was read: the load's wait, the engine and the client's
-  // functions (UserFns) each need deadlineMs, both headers and retry.
+  // functions (UserFns) each need deadlineMs, both headers and retry, and retry's retryOn.
   const count = (reads, k) => reads.filter((r) => r === k).length;
-  const once = (reads) => assert.deepEqual(['fetch', 'headers', 'retry', 'deadlineMs'].map((k) => count(reads, k)), [1, 1, 1, 1], `${reads}`);
-  const given = (h) => ({ headers: { [h]: '1' }, fetch: (r) => fetch(r), retry: { retryOn: () => undefined }, deadlineMs: 5000 });
-  const root = logged(given('x-a'));
+  const once = (o) => {
+    assert.deepEqual(['fetch', 'headers', 'retry', 'deadlineMs'].map((k) => count(o.reads, k)), [1, 1, 1, 1], `${o.reads}`);
+    assert.equal(count(o.retry, 'retryOn'), 1, `retry: ${o.retry}`);
+  };
+  const given = (h) => {
+    const retry = logged({ retryOn: () => undefined });
+    const options = logged({ headers: { [h]: '1' }, fetch: (r) => fetch(r), retry: retry.proxy, deadlineMs: 5000 });
+    return { ...options, retry: retry.reads };
+  };
+  const root = given('x-a');
   const client = await createClient(root.proxy);
-  once(root.reads);
-  const child = logged(given('x-b'));
+  once(root);
+  const child = given('x-b');
   const derived = client.extend(child.proxy);
-  once(child.reads);
+  once(child);
   const body = await derived.request(`${server.url}/echo?id=client-reads`);
   assert.deepEqual([body.headers['x-a'], body.headers['x-b']], ['1', '1']);
   // Made before the engine is in, and derived from such a client: read once too.
-  const early = logged(given('x-c'));
+  const early = given('x-c');
   const sync = createClientSync(early.proxy);
-  const late = logged(given('x-d'));
+  const late = given('x-d');
   const lateChild = sync.extend(late.proxy);
   await lateChild.ready;
-  once(early.reads);
-  once(late.reads);
+  once(early);
+  once(late);
   sync.close();
   client.close();
 });
