@@ -43,14 +43,13 @@ const only = (o, keys) => o === undefined || (plain(o) && Object.keys(o).every((
 const strings = (h) => h === undefined || (plain(h) && Object.values(h).every((v) => typeof v === 'string'));
 
 /**
- * What the boot build sends for `request(url, options)` of a client made with `given`: `{ href, init,
- * ms, json }`, or undefined when the call is not one it sends as the engine would (see above). `base`:
- * the page's URL, if any. Never throws.
+ * What the boot build sends for `request(url, options)` of a client made with `given` (in a page, a
+ * plain object's own members, copied once when the client was made: core.js, createClientSync):
+ * `{ href, init, ms, json }`, or undefined when the call is not one it sends as the engine would (see
+ * above). `base`: the page's URL, if any. Never throws.
  */
 export function plan(given, url, options, base) {
   try {
-    // Pages only: where the first load is slow (a server loads the engine from disk).
-    if (typeof document === 'undefined') return undefined;
     if (!only(given, CLIENT_KEYS) || !only(options, CALL_KEYS) || !loaded()) return undefined;
     const client = given ?? {};
     const call = options ?? {};

@@ -1640,6 +1640,19 @@ export function makeCreateClient(load, boot = null) {
    */
   function createClientSync(options) {
     const original = currentFetch();
+    let given; // what the boot build judges its calls by (boot.js, plan)
+    // Pages only: where the first load is slow (a server loads the engine from disk). A plain object's
+    // own members (its plain headers' too) are read once, here, for the boot build and the engine alike
+    // (as a request()'s plain options are); a read that throws leaves them to the engine to name.
+    if (boot && typeof document !== 'undefined' && (options === undefined || isPlain(options))) {
+      try {
+        given = { ...options };
+        if (isPlain(given.headers)) given.headers = { ...given.headers };
+        options &&= given;
+      } catch {
+        given = undefined;
+      }
+    }
     let source;
     let bad;
     try {
@@ -1647,7 +1660,6 @@ export function makeCreateClient(load, boot = null) {
     } catch (e) {
       bad = e;
     }
-    const given = options; // as the boot build judges it (boot.js, plan)
     options = readOnce(options, ['deadlineMs']); // by the wait for the module, the engine and the UserFns
     const ms = loadDeadline(options);
     if (wasm && !bad) {
@@ -1672,7 +1684,7 @@ export function makeCreateClient(load, boot = null) {
       ms,
       original,
       null,
-      bad ? undefined : given ?? {},
+      bad ? undefined : given,
       boot,
     );
   }

@@ -246,3 +246,36 @@ test('calls aborted before the engine is in are counted by it when it arrives, a
     await context.close();
   }
 });
+
+test("a client's options are read once, when it is made: not again by each call the boot build sends, nor by the engine", async () => {
+  const context = await browser.newContext();
+  try {
+    const { page, release, sent } = await heldPage(context);
+    const counted = () => page.evaluate(() => ({ ...window.reads }));
+    const made = await page.evaluate(async () => {
+      const { createClientSync } = await import('/pkg/index.js'); // the page's own module
+      // Each member a getter that counts its reads, the headers' value too.
+      const reads = (window.reads = {});
+      const counting = (values) => {
+        const o = {};
+        for (const [k, v] of Object.entries(values)) {
+          Object.defineProperty(o, k, { enumerable: true, get: () => ((reads[k] = (reads[k] ?? 0) + 1), v) });
+        }
+        return o;
+      };
+      window.client = createClientSync(counting({ deadlineMs: 15000, timeoutMs: 5000, headers: counting({ 'x-a': '1' }) }));
+      return { ...reads };
+    });
+    const bodies = await page.evaluate((u) => Promise.all([1, 2, 3].map((i) => window.client.request(`${u}/echo?id=boot-reads-${i}`))), servers.fault);
+    assert.equal(sent('boot-reads-'), 3, 'the boot build sent them');
+    assert.deepEqual(bodies.map((b) => b.headers['x-a']), ['1', '1', '1']);
+    assert.deepEqual(await counted(), made, 'no read by the calls');
+    assert.deepEqual(made, { deadlineMs: 1, timeoutMs: 1, headers: 1, 'x-a': 1 });
+    release();
+    await page.evaluate(() => window.client.ready.then(() => undefined));
+    assert.equal((await page.evaluate((u) => window.client.request(`${u}/echo?id=boot-reads-4`), servers.fault)).headers['x-a'], '1');
+    assert.deepEqual(await counted(), made, 'none by the engine');
+  } finally {
+    await context.close();
+  }
+});
