@@ -125,6 +125,7 @@ export async function runStartup({ quick, libs, pkgs = [], extra = !quick || pkg
       warmNavToReadyMs: summarize(warm.map((r) => r.navToReadyMs)),
       clientMs: opt(cold, 'clientMs'),
       answerMs: opt(cold, 'answerMs'),
+      callMs: opt(cold, 'callMs'),
       wasmStartMs: opt(cold, 'wasmStartMs'),
       wasmEndMs: opt(cold, 'wasmEndMs'),
     };
@@ -163,6 +164,8 @@ export function sideBySide(result, label) {
   row('Chromium warm import -> engine ready', now?.warmReadyMs, then?.warmReadyMs);
   row('Chromium import -> answer of a call made at once', L['stormguard+call']?.answerMs, L[`stormguard@${label}+call`]?.answerMs);
   row('Chromium, that call made: engine ready', L['stormguard+call']?.readyMs, L[`stormguard@${label}+call`]?.readyMs);
+  row('Chromium, that call made: wasm downloaded', L['stormguard+call']?.wasmEndMs, L[`stormguard@${label}+call`]?.wasmEndMs);
+  row('Chromium, that call: request() until it returns', L['stormguard+call']?.callMs, L[`stormguard@${label}+call`]?.callMs);
   const N = result.node ?? {};
   row('Node import()', N.now?.importMs, N[label]?.importMs);
   row('Node import -> client', N.now?.clientMs, N[label]?.clientMs);
