@@ -70,12 +70,7 @@ export function schemaKey(href, cacheKey, version) {
  * network or a cache.
  */
 export function clientFailed(options, error) {
-  let fallback;
-  try {
-    fallback = options?.fallback;
-  } catch {
-    fallback = undefined;
-  }
+  const fallback = tried(options, 'fallback');
   const source = fallback === undefined ? 'none' : 'fallback';
   return { data: fallback, source, stale: true, ageMs: undefined, error };
 }
@@ -217,6 +212,15 @@ const HOOKS = ['beforeRequest', 'afterResponse', 'beforeRetry', 'beforeError'];
 const invalid = (option, reason) => new OptionsError(`invalid option ${option}: ${reason}`, { option });
 /** What a call ends with when one of its functions fails: OptionsError naming the option, `cause` what it threw. */
 const failed = (option, reason, cause) => new OptionsError(`${option}: ${reason}`, { option, cause });
+
+/** `obj?.[key]`; undefined when reading throws (the engine reads it again and names it). */
+function tried(obj, key) {
+  try {
+    return obj?.[key];
+  } catch {
+    return undefined;
+  }
+}
 
 /** `obj[key]`; OptionsError naming it when reading throws. */
 function field(obj, key, name = key) {
@@ -1520,12 +1524,7 @@ const DEFAULT_DEADLINE_MS = 20000;
  * one once the module is in).
  */
 function loadDeadline(options, otherwise = DEFAULT_DEADLINE_MS) {
-  let ms;
-  try {
-    ms = options?.deadlineMs;
-  } catch {
-    ms = undefined;
-  }
+  const ms = tried(options, 'deadlineMs');
   return Number.isInteger(ms) && ms > 0 && ms <= 2 ** 31 - 1 ? ms : otherwise;
 }
 
