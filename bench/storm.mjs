@@ -73,8 +73,8 @@ export function stormConfig(quick) {
  * page still loading the package, through the boot build (pkg-template/boot.js), and its engine
  * arrives `engineMs` after the tab opens (storm-worker.mjs): what the engine's download (98.5 KB gzip),
  * compile and instantiate took in Chromium from the wasm's request to the client's `ready`, median of 7
- * fresh contexts (2026-12-07, load 15 on 2 cores): 58 ms on loopback, 656 ms at 1.6 Mbps / 150 ms RTT,
- * 707 ms with the CPU 4x slower as well.
+ * fresh contexts (bench/engine-load.mjs, 2026-12-07, load 15 on 2 cores): 58 ms on loopback, 656 ms at
+ * 1.6 Mbps / 150 ms RTT, 707 ms with the CPU 4x slower as well (again at load 24: 84, 667, 733 ms).
  */
 export const TAB_VARIANTS = {
   'stormguard-tab': { tabs: 'warm' },
