@@ -783,7 +783,7 @@ fn open_periods() {
 }
 
 /// Issue 42's storm targets that the rules meet in this model (issue 26's
-/// that still hold, and the 60 s page-load outage's): what a change to the
+/// that still hold, and the 60 s page-load outage's amplification): what a change to the
 /// breaker must not lose. The steady 3 s and 5 s outages' success and the
 /// peaks that miss are in `figures`.
 #[test]
@@ -806,13 +806,14 @@ fn storm_runs_keep_the_targets_met() {
     }
     for ms in [3000.0, 10_000.0, 60_000.0] {
         let (f, none) = run(Profile::PageLoad, Fault::Outage, ms);
-        if ms < 60_000.0 {
-            assert!(
-                f.amplification <= 1.36,
-                "page-load {ms}: amp {}",
-                f.amplification
-            );
-        }
+        // Issue 42: at most 0.55 at 60 s (0.64 while each half-open
+        // endpoint sent its own probe).
+        let cap = if ms < 60_000.0 { 1.36 } else { 0.55 };
+        assert!(
+            f.amplification <= cap,
+            "page-load {ms}: amp {}",
+            f.amplification
+        );
         assert!(f.peak <= 1.5, "page-load {ms}: peak {}", f.peak);
         assert!(f.recovery_s.is_some_and(|r| r <= 2.0), "page-load {ms}");
         assert!(f.success >= none.success - 0.01, "page-load {ms}");
