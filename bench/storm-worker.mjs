@@ -119,9 +119,12 @@ async function loadLibs() {
       globalThis.document ??= {};
       const { makeCreateClient } = await import(`${dir}/core.js`);
       const { Client, UserFnFlag, finish, imports } = await import(`${dir}/stormguard.js`);
+      // the boot build, handed to makeCreateClient as the browser entry (index.js) hands it (a build
+      // whose core.js imports boot.js itself takes no such argument)
+      const { MAX_IN_FLIGHT: max, first, plan } = await import(`${dir}/boot.js`);
       const glue = { Client, UserFnFlag, finish, imports };
       await libs.createClient().then((c) => c.close());
-      libs.createCold = () => makeCreateClient(() => sleep(cfg.engineMs).then(() => glue)).createClientSync;
+      libs.createCold = () => makeCreateClient(() => sleep(cfg.engineMs).then(() => glue), { max, first, plan }).createClientSync;
     }
   }
   return libs;
