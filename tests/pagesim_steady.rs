@@ -22,31 +22,21 @@
 //! queued slots), as in `tests/pagesim.rs`.
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use stormguard::policy::breaker::{Permit, ProbeWaiter};
 use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
 use stormguard::policy::limiter::{Acquire, WaiterId};
-use stormguard::policy::options::{CallConfig, ClientConfig};
+use stormguard::policy::options::ClientConfig;
 use stormguard::policy::raw_options::{RawClientOptions, Toggle};
+
+mod common;
+use common::sim::{drain, spec, Queue, Rng};
 
 const ORIGIN: &str = "https://api.example";
 const WARMUP: f64 = 8000.0;
 const RECOVERY: f64 = 15_000.0;
 const DEADLINE: f64 = 20_000.0;
-
-/// xorshift64*: deterministic, for the simulation only.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Profile {
@@ -114,8 +104,7 @@ struct Sim {
     specs: Vec<&'static Spec>,
     clients: Vec<Guard>,
     calls: Vec<Call>,
-    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
-    seq: u64,
+    events: Queue<Event>,
     serial: u64,
     rng: Rng,
     server: Server,
@@ -171,19 +160,7 @@ impl Sim {
     ) -> Self {
         let cfg = ClientConfig::from_raw(raw).unwrap();
         let (n, period, keys) = sized(profile, k);
-        let specs = keys
-            .into_iter()
-            .map(|key| {
-                &*Box::leak(Box::new(Spec {
-                    key,
-                    method: "GET".to_string(),
-                    has_key: false,
-                    cfg: CallConfig::resolve(&cfg, &Default::default()).unwrap(),
-                    prefer_cache: false,
-                    refusable: false,
-                }))
-            })
-            .collect();
+        let specs = keys.into_iter().map(|key| spec(key, &cfg)).collect();
         let c = (20.0 * k).round() as usize;
         Self {
             profile,
@@ -195,8 +172,7 @@ impl Sim {
             specs,
             clients: (0..n).map(|_| Guard::new(&cfg)).collect(),
             calls: Vec::new(),
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: Queue::new(),
             serial: 0,
             rng: Rng(seed),
             server: Server {
@@ -218,9 +194,7 @@ impl Sim {
     }
 
     fn at(&mut self, time_ms: f64, event: Event) {
-        self.seq += 1;
-        self.events
-            .push(Reverse(((time_ms * 1000.0) as u64, self.seq, event)));
+        self.events.at(time_ms, event);
     }
 
     fn run(&mut self) {
@@ -233,8 +207,7 @@ impl Sim {
             };
             self.at(phase, Event::Fire(i));
         }
-        while let Some(Reverse((micros, _, event))) = self.events.pop() {
-            let now = micros as f64 / 1000.0;
+        while let Some((now, event)) = self.events.next() {
             match event {
                 Event::Fire(i) => self.fire(i, now),
                 Event::Attempt(id) => self.attempt(id, now),
@@ -276,8 +249,7 @@ impl Sim {
         let client = call.client;
         let guard = &mut self.clients[client];
         let admission = guard.admit(&mut call.state, now, false, coin);
-        let _ = guard.drain_transitions();
-        let _ = guard.drain_holds();
+        drain(guard);
         let permit = match admission {
             Admission::Go(permit) => permit,
             Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
@@ -469,8 +441,7 @@ impl Sim {
         let guard = &mut self.clients[client];
         let permit = call.sent.take().and_then(|s| s.permit);
         let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
-        let _ = guard.drain_transitions();
-        let _ = guard.drain_holds();
+        drain(guard);
         match verdict {
             Verdict::End => self.finish(id, ok, now),
             Verdict::Retry { delay_ms } => self.at(now + delay_ms, Event::Attempt(id)),

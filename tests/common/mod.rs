@@ -2,7 +2,7 @@
 //! - [`browser`]: the browser suites' (`tests/browser.rs`, `tests/schema.rs`),
 //!   reexported here.
 //! - [`sim`]: the virtual-time harness of the policy simulations
-//!   (`tests/sim.rs`, `tests/pagesim.rs`).
+//!   (`tests/sim.rs`, `tests/pagesim.rs`, `tests/pagesim_steady.rs`).
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
 #[cfg(target_arch = "wasm32")]

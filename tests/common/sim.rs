@@ -1,6 +1,7 @@
-//! What the virtual-time simulations (`tests/sim.rs`, `tests/pagesim.rs`)
-//! share: a deterministic random source, an event queue in virtual time,
-//! a call's spec, and what the engine does after each decision.
+//! What the virtual-time simulations (`tests/sim.rs`, `tests/pagesim.rs`,
+//! `tests/pagesim_steady.rs`) share: a deterministic random source, an
+//! event queue in virtual time, a call's spec, and what the engine does
+//! after each decision.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
