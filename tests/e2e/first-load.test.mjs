@@ -127,13 +127,16 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
     const closedStats = other.stats().requests;
     release();
     const body = await api.request(echo('fl-after'));
-    out({
+    // The aborted calls counted by the engine as it counts its own (nothing sent); the timed-out ones not.
+    const { requests, attempts, failures } = api.stats();
+    out({ stats: [requests, attempts, failures],
       aborted: await aborted, reasonKept: (await aborted).name === 'AbortError', fetchAborted: await fetchAborted,
       requestAborted: await requestAborted, preAborted, timedOut, fetchTimedOut, shortOut, schemaOut,
       closedChild: await closedChild, closedRoot: await closedRoot, afterClose, closedStats, method: body.method,
     });`);
   assert.equal(r.aborted.name, 'AbortError');
   assert.equal(r.fetchAborted, true, "fetch() rejects with the signal's reason, as the host's fetch");
+  assert.deepEqual(r.stats, [5, 1, 4], 'the 4 aborted calls are requests and failures of the engine, with no attempt');
   assert.equal(r.requestAborted, true, "a Request's own signal counts");
   assert.equal(r.preAborted.name, 'AbortError');
   assert.deepEqual([r.timedOut.name, r.timedOut.phase], ['TimeoutError', 'deadline']);
