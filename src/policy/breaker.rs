@@ -18,6 +18,20 @@
 //! `openMs`) or Open again (a probe failed: twice the last period, at most
 //! `maxOpenMs`).
 //!
+//! # The row of failures
+//!
+//! `consecutiveFailures` counts an endpoint's failures since its last
+//! success, but a call's own network errors never open it by themselves
+//! (README, "breaker.consecutiveFailures"; the guard names the call for a
+//! network error only, `CallState::row_if`): while the row holds one call's
+//! failures only, its retries wait ([`Breakers::record_call`]), and they
+//! count once another call fails in the row. A request the host refuses on every
+//! attempt with a network error it cannot tell from an outage (a CORS
+//! failure, a redirect to an invalid location) leaves the next calls free;
+//! in an outage the next call fails too and opens it. Proven by
+//! `a_calls_own_retries_never_open_its_breaker_by_themselves` and
+//! `calls_that_fail_together_count_every_attempt_in_the_row`.
+//!
 //! # The half-open hold
 //!
 //! A call that finds every probe slot of a half-open key taken (README,
@@ -244,6 +258,11 @@ impl State {
 /// A call's place in a half-open key's queue (see [`Breakers::wait`]).
 pub type ProbeWaiter = u64;
 
+/// A call, for its key's row of failures (`consecutiveFailures`): its id,
+/// given at its first failure (0: none yet). See [`Breakers::record_call`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InRow(u64);
+
 /// What `acquire` granted; hand it back to `record`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permit {
@@ -307,7 +326,15 @@ struct Tally {
 struct Circuit {
     state: State,
     window: Ring<Tally>,
+    /// Failures in a row (`consecutiveFailures`), but for `repeats`.
     consecutive: u32,
+    /// The call that failed first in the row ([`InRow`]).
+    first: u64,
+    /// Its failures after its first while no other call has failed in the
+    /// row: they count once another call does.
+    repeats: u32,
+    /// Another call has failed in the row.
+    several: bool,
     open_until: f64,
     /// The current (or last) open period.
     period_ms: f64,
@@ -332,6 +359,9 @@ impl Circuit {
             state: State::Closed,
             window: Ring::new(cfg.window_ms),
             consecutive: 0,
+            first: 0,
+            repeats: 0,
+            several: false,
             open_until: 0.0,
             period_ms: cfg.open_ms,
             probes: 0,
@@ -384,12 +414,15 @@ impl Circuit {
         Ok(permit)
     }
 
+    /// `row` is who failed ([`InRow`]), `new_id` the id it takes if it has
+    /// none yet.
     fn record(
         &mut self,
         cfg: &BreakerConfig,
         permit: Permit,
         sample: Sample,
         now_ms: f64,
+        (row, new_id): (&mut InRow, u64),
     ) -> Change {
         self.in_flight = self.in_flight.saturating_sub(1);
         let permit = match permit {
@@ -413,7 +446,10 @@ impl Circuit {
             (Permit::Normal, State::Closed, Sample::Failure) => {
                 self.window
                     .add(now_ms, |t| t.failures = t.failures.saturating_add(1));
-                self.consecutive = self.consecutive.saturating_add(1);
+                if row.0 == 0 {
+                    row.0 = new_id;
+                }
+                self.in_row(row.0);
                 let (samples, failures) = self.tally(now_ms);
                 let binary = cfg.adaptive_k.is_none();
                 let by_rate = binary
@@ -438,6 +474,22 @@ impl Circuit {
             }
             _ => None,
         }
+    }
+
+    /// The row of failures learns that call `id` failed (see
+    /// [`Breakers::record_call`]).
+    fn in_row(&mut self, id: u64) {
+        if self.consecutive == 0 {
+            (self.first, self.repeats, self.several) = (id, 0, false);
+        } else if id != self.first {
+            self.several = true;
+        } else if !self.several {
+            // The row's only call failed again: its retry waits.
+            self.repeats = self.repeats.saturating_add(1);
+            return;
+        }
+        self.consecutive = self.consecutive.saturating_add(1 + self.repeats);
+        self.repeats = 0;
     }
 
     fn open(&mut self, now_ms: f64, period_ms: f64) -> (State, State) {
@@ -689,14 +741,37 @@ impl Breakers {
     }
 
     /// Reports an attempt's outcome for a permit from `acquire`; `Ignored`
-    /// frees a probe slot without deciding anything.
+    /// frees a probe slot without deciding anything. The attempt is a call
+    /// of its own (see [`Breakers::record_call`]).
     pub fn record(&mut self, key: &str, permit: Permit, sample: Sample, now_ms: f64) {
+        self.record_call(key, permit, sample, now_ms, &mut InRow::default());
+    }
+
+    /// [`Breakers::record`] for an attempt of the call `row` names. Every
+    /// attempt is a sample of the failure rate. In the row of failures
+    /// (`consecutiveFailures`; README, "breaker.consecutiveFailures") the
+    /// retries of the row's first call count only once another call has
+    /// failed in the row too (then every one counts, as before): a call's
+    /// own retries never open its endpoint by themselves. So a request whose
+    /// network error repeats on every attempt (a CORS failure, a redirect to
+    /// an invalid location: the host cannot tell them from an outage) leaves
+    /// the next calls to its endpoint free, while in an outage, where the
+    /// next call fails too, the endpoint opens at that call's failure.
+    pub fn record_call(
+        &mut self,
+        key: &str,
+        permit: Permit,
+        sample: Sample,
+        now_ms: f64,
+        row: &mut InRow,
+    ) {
         self.tick += 1;
+        let new_id = self.tick;
         let Some(c) = touched(&mut self.circuits, self.tick, key) else {
             return;
         };
         self.log.push(key, c.refresh(now_ms));
-        let change = c.record(&self.cfg, permit, sample, now_ms);
+        let change = c.record(&self.cfg, permit, sample, now_ms, (row, new_id));
         // A probe slot is free or the state changed: the waiters ask again.
         if permit != Permit::Normal || change.is_some() {
             self.log.release(c);
@@ -1180,6 +1255,78 @@ mod tests {
         call(&mut b, K, Sample::Failure, 0.0).unwrap();
         assert_eq!(b.state(K, 0.0), State::Closed);
         call(&mut b, K, Sample::Failure, 0.0).unwrap();
+        assert_eq!(b.state(K, 0.0), State::Open);
+    }
+
+    /// One call's attempt at `now`, recorded as that call's (`row`).
+    fn attempt(b: &mut Breakers, row: &mut InRow, sample: Sample, now: f64) {
+        let p = b.acquire(K, now, 0.5).unwrap();
+        b.record_call(K, p, sample, now, row);
+    }
+
+    #[test]
+    fn a_calls_own_retries_never_open_its_breaker_by_themselves() {
+        // WPT fetch/api: a GET whose network error repeats on every attempt
+        // (a CORS failure, a redirect to an invalid location) failed 3
+        // attempts and opened the breaker by itself for the test's next,
+        // valid calls. The rate still counts every attempt.
+        let mut b = Breakers::new(BreakerConfig::default());
+        let mut a = InRow::default();
+        for _ in 0..3 {
+            attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        }
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        let s = &b.snapshot(0.0)[0];
+        assert_eq!((s.samples, s.failure_rate), (3, 1.0));
+        // The next call succeeds (the test's next, valid request): the row
+        // ends; another such call alone opens nothing either.
+        attempt(&mut b, &mut InRow::default(), Sample::Success, 0.0);
+        let mut c = InRow::default();
+        for _ in 0..3 {
+            attempt(&mut b, &mut c, Sample::Failure, 0.0);
+        }
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        // In an outage the next call fails too: its failure opens it (the
+        // row holds 4 failures of 2 calls).
+        attempt(&mut b, &mut InRow::default(), Sample::Failure, 0.0);
+        assert_eq!(b.state(K, 0.0), State::Open);
+        // With `consecutiveFailures: 1` a call's first failure opens it.
+        let mut b = Breakers::new(BreakerConfig {
+            consecutive_failures: Some(1),
+            ..BreakerConfig::default()
+        });
+        attempt(&mut b, &mut InRow::default(), Sample::Failure, 0.0);
+        assert_eq!(b.state(K, 0.0), State::Open);
+    }
+
+    #[test]
+    fn calls_that_fail_together_count_every_attempt_in_the_row() {
+        // A poller's calls in an outage: its first call's retries are still
+        // due when its next call fails: 3 failed attempts open, as before.
+        let mut b = Breakers::new(BreakerConfig::default());
+        let (mut a, mut c) = (InRow::default(), InRow::default());
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        attempt(&mut b, &mut c, Sample::Failure, 0.0);
+        assert_eq!(b.state(K, 0.0), State::Open);
+        // Interleaved the same: A, B, A.
+        let mut b = Breakers::new(BreakerConfig::default());
+        let (mut a, mut c) = (InRow::default(), InRow::default());
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        attempt(&mut b, &mut c, Sample::Failure, 0.0);
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        assert_eq!(b.state(K, 0.0), State::Open);
+        // A success ends the row: a call's failures before it are gone.
+        let mut b = Breakers::new(BreakerConfig::default());
+        let (mut a, mut c) = (InRow::default(), InRow::default());
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        attempt(&mut b, &mut InRow::default(), Sample::Success, 0.0);
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
+        attempt(&mut b, &mut c, Sample::Failure, 0.0);
+        assert_eq!(b.state(K, 0.0), State::Closed);
+        attempt(&mut b, &mut a, Sample::Failure, 0.0);
         assert_eq!(b.state(K, 0.0), State::Open);
     }
 

@@ -49,7 +49,9 @@
 //! Tested below, and at scale in `tests/sim.rs`.
 
 use super::backoff::{parse_retry_after, Backoff};
-use super::breaker::{Breakers, Permit, ProbeWaiter, Snapshot, State as BreakerState, Transition};
+use super::breaker::{
+    Breakers, InRow, Permit, ProbeWaiter, Snapshot, State as BreakerState, Transition,
+};
 use super::budget::RetryBudget;
 use super::classify::Sample;
 use super::classify::{method_may_retry, plan_retry, sample, Outcome, RetryDenied, RetryInput};
@@ -137,6 +139,12 @@ pub struct CallState<'a> {
     last_key: Option<String>,
     /// What `retry.retryOn` said of the attempt being settled.
     said: Option<bool>,
+    /// Who it is in its key's row of failures: its own network errors
+    /// alone never open the breaker (`Breakers::record_call`,
+    /// [`CallState::row_if`]).
+    row: InRow,
+    /// A fresh one for each failure that names no call ([`CallState::row_if`]).
+    anyone: InRow,
 }
 
 impl CallState<'_> {
@@ -150,6 +158,20 @@ impl CallState<'_> {
     /// ([`Stop::Budget`]).
     pub fn unbudgeted(&self) -> bool {
         self.unbudgeted.is_some()
+    }
+
+    /// Whom a failure names in its key's row of failures: the call for a
+    /// network error (the host may have refused the request itself, a CORS
+    /// failure or a bad redirect, and would again: its retries alone must
+    /// not open the breaker), else no call (a status or a timeout is the
+    /// server's: it counts in the row as any call's).
+    fn row_if(&mut self, network: bool) -> &mut InRow {
+        if network {
+            &mut self.row
+        } else {
+            self.anyone = InRow::default();
+            &mut self.anyone
+        }
     }
 
     /// Attempts counted against `maxAttempts`: not a 401's replay, and
@@ -418,6 +440,8 @@ impl Guard {
             keyed: spec.has_key,
             last_key: None,
             said: None,
+            row: InRow::default(),
+            anyone: InRow::default(),
         }
     }
 
@@ -641,8 +665,21 @@ impl Guard {
 
     /// A breaker sample for `key`, when the call holds a breaker permit.
     fn record(&mut self, key: &str, permit: Option<Permit>, s: Sample, now: f64) {
+        self.record_call(key, permit, s, now, &mut InRow::default());
+    }
+
+    /// [`Guard::record`] for an attempt of the call `row` names: its own
+    /// retries alone never open the breaker (`Breakers::record_call`).
+    fn record_call(
+        &mut self,
+        key: &str,
+        permit: Option<Permit>,
+        s: Sample,
+        now: f64,
+        row: &mut InRow,
+    ) {
         if let (Some(p), Some(b)) = (permit, self.breakers.as_mut()) {
-            b.record(key, p, s, now);
+            b.record_call(key, p, s, now, row);
         }
     }
 
@@ -1004,6 +1041,60 @@ mod tests {
                 "{end:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_get_whose_network_error_repeats_on_every_attempt_leaves_the_next_calls_admitted() {
+        // WPT fetch/api (cors-*, redirect-location): a GET the host fails
+        // with a network error every time (a CORS failure, a redirect to a
+        // URL with credentials or to an invalid location) is retried
+        // twice. Its own 3 network errors open nothing: the test's next,
+        // valid calls to the same path go (twice over, as the tests go).
+        let client = cfg();
+        let cc = call_cfg(&client);
+        let mut g = Guard::new(&client);
+        let mut now = 0.0;
+        for round in 0..2 {
+            let mut c = g.start(spec(&cc, "GET"), now);
+            loop {
+                let s = send(&mut g, &mut c, now);
+                let end = Ended::Network { offline: false };
+                match settle(&mut g, &mut c, &s, end, now) {
+                    Verdict::Retry { delay_ms } => now += delay_ms,
+                    other => {
+                        assert!(matches!(other, Verdict::Fail { .. }), "{other:?}");
+                        break;
+                    }
+                }
+            }
+            assert_eq!(c.attempts(), 3, "round {round}: retried twice");
+            assert!(g.drain_transitions().is_empty(), "round {round}: opened");
+            let mut ok = g.start(spec(&cc, "GET"), now);
+            let s = send(&mut g, &mut ok, now);
+            assert_eq!(
+                settle(&mut g, &mut ok, &s, Ended::Success, now),
+                Verdict::End
+            );
+            // the next round's retries in a fresh budget window
+            now += 10_000.0;
+        }
+        // Every attempt was a sample (the failure rate counts them).
+        assert_eq!(window(&mut g, now), (8, 6));
+        assert_eq!(g.stats.breaker_opens, 0);
+        // A status is the server's: one call's three 503s open it, as before.
+        let mut g = Guard::new(&client);
+        let mut c = g.start(spec(&cc, "GET"), 0.0);
+        let mut now = 0.0;
+        while let Verdict::Retry { delay_ms } = {
+            let s = send(&mut g, &mut c, now);
+            settle(&mut g, &mut c, &s, UNAVAILABLE, now)
+        } {
+            now += delay_ms;
+        }
+        assert_eq!(c.attempts(), 3);
+        let t = g.drain_transitions();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].to, BreakerState::Open);
     }
 
     #[test]

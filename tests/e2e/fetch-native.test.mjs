@@ -337,6 +337,38 @@ test("a request's own refusal (redirect 'error'/'manual', integrity, only-if-cac
   }
 });
 
+test("a GET whose network error repeats on every attempt opens nothing by itself: the next calls to its path go (WPT cors-*, redirect-location)", async () => {
+  // The Web Platform Tests' fetch/api: a CORS failure, a redirect to a URL
+  // with credentials or to an invalid location is a network error the host
+  // cannot tell from an outage, retried twice. Its 3 failed attempts opened
+  // the default breaker by themselves (consecutiveFailures 3), and the
+  // test's next, valid requests to the same path met an open circuit. Here
+  // the fault server resets the connection of every attempt of a call, then
+  // answers the same path, twice over (redirect-location's order).
+  const { chromium, node } = await both(async ([fault]) => {
+    const { createClient } = globalThis.stormguard ?? window.stormguard;
+    const where = typeof window === 'object' ? 'page' : 'node';
+    const client = await createClient({ retry: { baseDelayMs: 1, maxDelayMs: 1 }, crossTab: false });
+    const u = (p, id) => `${fault}/drop?p=${p}&id=alone-${where}-${id}`;
+    const out = [];
+    for (const id of ['a', 'b']) {
+      const e = await client.fetch(u(1, id)).catch((x) => x);
+      out.push({ type: e instanceof TypeError, code: e?.cause?.code, attempts: e?.cause?.attempts });
+      out.push(await client.fetch(u(0, `${id}-ok`)).then((r) => r.status, (x) => x?.cause?.code ?? String(x)));
+    }
+    const open = client.breakers().filter((b) => b.state !== 'closed').map((b) => b.key);
+    return { out, open, where };
+  });
+  for (const r of [chromium, node]) {
+    // The budget (3 retries + 10 % of the calls) leaves the second one retry.
+    assert.deepEqual(r.out, [
+      { type: true, code: 'NETWORK', attempts: 3 }, 200,
+      { type: true, code: 'NETWORK', attempts: 2 }, 200,
+    ], r.where);
+    assert.deepEqual(r.open, [], r.where);
+  }
+});
+
 test('fetch(): referrer and referrerPolicy are sent, on every attempt (Referer at the server equals native)', async () => {
   const r = await inPage(async ([fault]) => {
     const { createClient } = window.stormguard;

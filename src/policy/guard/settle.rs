@@ -52,7 +52,8 @@ impl Guard {
             Outcome::Network if c.spec.refusable => Sample::Ignored,
             _ => sample(outcome, &self.failure_statuses),
         };
-        self.record(&c.spec.key, permit, s, now);
+        let network = matches!(outcome, Outcome::Network);
+        self.record_call(&c.spec.key, permit, s, now, c.row_if(network));
     }
 
     /// A successful answer that took `took_ms`, for hedging at the p95.
@@ -147,7 +148,8 @@ impl Guard {
             Ended::Network { offline: true } => Sample::Ignored,
             _ => sample(outcome, &self.failure_statuses),
         };
-        self.record(key, permit, s, now);
+        let network = matches!(outcome, Outcome::Network);
+        self.record_call(key, permit, s, now, c.row_if(network));
         let input = RetryInput {
             outcome,
             attempts_made: c.spent(),
