@@ -137,10 +137,14 @@ let bootWasm;
   if (!raw.includes(exportsLine)) throw new Error("the boot build's glue lacks its exports line: update scripts/build.mjs");
   const bytes = [
     `const hex = ${JSON.stringify(bootWasm.toString('hex'))};`,
-    '/** The boot module: its bytes from the hex above. */',
+    '/** The boot module: its bytes from the hex above (fromHex where the host has it, else a char code loop). */',
     'export function bytes() {',
+    '  if (Uint8Array.fromHex) return Uint8Array.fromHex(hex);',
     '  const b = new Uint8Array(hex.length / 2);',
-    '  for (let i = 0; i < b.length; i++) b[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);',
+    '  for (let i = 0, c; i < hex.length; i++) {',
+    '    c = hex.charCodeAt(i); // a lowercase hex digit: 0-9 are 48-57 (its low 4 bits), a-f 97-102 (low 4 bits + 9)',
+    '    b[i >> 1] = (b[i >> 1] << 4) | ((c & 15) + (c >> 6) * 9);',
+    '  }',
     '  return b;',
     '}',
   ].join('\n');
@@ -218,7 +222,7 @@ console.log(`[build] boot wasm: ${kb(bootWasm.length)} raw, ${kb(gzipSync(bootWa
   `(inlined in stormguard_boot.js as hex: ${kb(gzipSync(readFileSync(join(pkg, 'stormguard_boot.js')), { level: 9 }).length)} gzip with its glue)`);
 
 // The size budget: what an app ships, gzip (bench/size.mjs). Its ledger, and how to raise it: bench/README.md, section "Size ledger".
-const SIZE_BUDGET_BYTES = 116_353;
+const SIZE_BUDGET_BYTES = 116_393;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

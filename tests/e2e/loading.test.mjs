@@ -147,6 +147,31 @@ describe('the exports map', () => {
     // node.cjs is node.js bundled: boot.js's strings are not in it
     assert.doesNotMatch(readFileSync(join(pkg, 'node.cjs'), 'utf8'), /boot attempt timed out/);
   });
+
+  // The boot module travels as hex in stormguard_boot.js (scripts/build.mjs); its first call decodes it
+  // with Uint8Array.fromHex where the host has it (Chromium, Firefox), else with a char code loop.
+  test("the boot build's inlined module decodes to the same bytes with Uint8Array.fromHex and without", async () => {
+    const file = join(pkg, 'stormguard_boot.js');
+    const want = Buffer.from(/"([0-9a-f]{64,})"/.exec(readFileSync(file, 'utf8'))[1], 'hex');
+    const { bytes } = await import(pathToFileURL(file).href);
+    const had = Object.getOwnPropertyDescriptor(Uint8Array, 'fromHex');
+    try {
+      delete Uint8Array.fromHex;
+      const loop = bytes();
+      assert.ok(loop instanceof Uint8Array && Buffer.from(loop).equals(want), 'the loop');
+      assert.ok(WebAssembly.validate(loop));
+      let used = 0;
+      Uint8Array.fromHex = (hex) => {
+        used++;
+        return new Uint8Array(Buffer.from(hex, 'hex'));
+      };
+      assert.ok(Buffer.from(bytes()).equals(want), 'fromHex');
+      assert.equal(used, 1);
+    } finally {
+      delete Uint8Array.fromHex;
+      if (had) Object.defineProperty(Uint8Array, 'fromHex', had);
+    }
+  });
 });
 
 describe('the wasm option in Node', () => {
