@@ -842,7 +842,7 @@ fn storm_runs_keep_the_targets_met() {
 /// At 2 the page-load brownout-shed peaks (1.48-1.60x at 10 and 60 s with
 /// 3) come to 1.42-1.46x, success still above none's, and the steady
 /// profile's figures barely move; `tests/pagesim.rs`'s blips keep 100 % at
-/// 100 and 300 ms. The default is API.md's.
+/// 100 and 300 ms. The default, 3, is the documented one (README, `budget.minRetries`).
 #[test]
 #[ignore = "cargo test --release --test pagesim_steady min_retries -- --ignored --nocapture"]
 fn min_retries() {
