@@ -604,6 +604,20 @@ pub fn storm(
 
 const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
+/// A scenario's name as the figures print it, e.g. "outage 3 s steady".
+fn case_name(profile: Profile, fault: Fault, ms: f64) -> String {
+    let fault = match fault {
+        Fault::Outage => "outage",
+        Fault::Brownout => "brownout",
+        Fault::BrownoutShed => "shed",
+    };
+    let profile = match profile {
+        Profile::Steady => "steady",
+        Profile::PageLoad => "page-load",
+    };
+    format!("{fault} {} s {profile}", ms / 1000.0)
+}
+
 fn show(name: &str, f: &Figures, none: &Figures) {
     let rec = f
         .recovery_s
@@ -634,88 +648,24 @@ fn show(name: &str, f: &Figures, none: &Figures) {
 #[ignore = "figures: cargo test --release --test pagesim_steady -- --ignored --nocapture"]
 fn figures() {
     let cases = [
-        ("outage 3 s steady", Profile::Steady, Fault::Outage, 3000.0),
-        ("outage 5 s steady", Profile::Steady, Fault::Outage, 5000.0),
-        (
-            "outage 10 s steady",
-            Profile::Steady,
-            Fault::Outage,
-            10_000.0,
-        ),
-        (
-            "outage 60 s steady",
-            Profile::Steady,
-            Fault::Outage,
-            60_000.0,
-        ),
-        (
-            "outage 3 s page-load",
-            Profile::PageLoad,
-            Fault::Outage,
-            3000.0,
-        ),
-        (
-            "outage 10 s page-load",
-            Profile::PageLoad,
-            Fault::Outage,
-            10_000.0,
-        ),
-        (
-            "outage 60 s page-load",
-            Profile::PageLoad,
-            Fault::Outage,
-            60_000.0,
-        ),
-        (
-            "brownout 10 s steady",
-            Profile::Steady,
-            Fault::Brownout,
-            10_000.0,
-        ),
-        (
-            "brownout 10 s page-load",
-            Profile::PageLoad,
-            Fault::Brownout,
-            10_000.0,
-        ),
-        (
-            "shed 3 s steady",
-            Profile::Steady,
-            Fault::BrownoutShed,
-            3000.0,
-        ),
-        (
-            "shed 10 s steady",
-            Profile::Steady,
-            Fault::BrownoutShed,
-            10_000.0,
-        ),
-        (
-            "shed 60 s steady",
-            Profile::Steady,
-            Fault::BrownoutShed,
-            60_000.0,
-        ),
-        (
-            "shed 3 s page-load",
-            Profile::PageLoad,
-            Fault::BrownoutShed,
-            3000.0,
-        ),
-        (
-            "shed 10 s page-load",
-            Profile::PageLoad,
-            Fault::BrownoutShed,
-            10_000.0,
-        ),
-        (
-            "shed 60 s page-load",
-            Profile::PageLoad,
-            Fault::BrownoutShed,
-            60_000.0,
-        ),
+        (Profile::Steady, Fault::Outage, 3000.0),
+        (Profile::Steady, Fault::Outage, 5000.0),
+        (Profile::Steady, Fault::Outage, 10_000.0),
+        (Profile::Steady, Fault::Outage, 60_000.0),
+        (Profile::PageLoad, Fault::Outage, 3000.0),
+        (Profile::PageLoad, Fault::Outage, 10_000.0),
+        (Profile::PageLoad, Fault::Outage, 60_000.0),
+        (Profile::Steady, Fault::Brownout, 10_000.0),
+        (Profile::PageLoad, Fault::Brownout, 10_000.0),
+        (Profile::Steady, Fault::BrownoutShed, 3000.0),
+        (Profile::Steady, Fault::BrownoutShed, 10_000.0),
+        (Profile::Steady, Fault::BrownoutShed, 60_000.0),
+        (Profile::PageLoad, Fault::BrownoutShed, 3000.0),
+        (Profile::PageLoad, Fault::BrownoutShed, 10_000.0),
+        (Profile::PageLoad, Fault::BrownoutShed, 60_000.0),
     ];
-    for (name, profile, fault, ms) in cases {
+    for (profile, fault, ms) in cases {
+        let name = &case_name(profile, fault, ms);
         for seed in [1, 2, 3] {
             let f = storm(profile, fault, ms, &options(false), SEED ^ seed);
             let none = storm(profile, fault, ms, &options(true), SEED ^ seed);
@@ -746,37 +696,18 @@ fn breaker(open: f64, max_open: f64, consecutive: f64) -> RawClientOptions {
 #[ignore = "cargo test --release --test pagesim_steady open_periods -- --ignored --nocapture"]
 fn open_periods() {
     let cases = [
-        ("outage 3 s steady", Profile::Steady, Fault::Outage, 3000.0),
-        ("outage 5 s steady", Profile::Steady, Fault::Outage, 5000.0),
-        (
-            "outage 10 s steady",
-            Profile::Steady,
-            Fault::Outage,
-            10_000.0,
-        ),
-        (
-            "outage 60 s steady",
-            Profile::Steady,
-            Fault::Outage,
-            60_000.0,
-        ),
-        (
-            "shed 10 s steady",
-            Profile::Steady,
-            Fault::BrownoutShed,
-            10_000.0,
-        ),
-        (
-            "brownout 10 s steady",
-            Profile::Steady,
-            Fault::Brownout,
-            10_000.0,
-        ),
+        (Profile::Steady, Fault::Outage, 3000.0),
+        (Profile::Steady, Fault::Outage, 5000.0),
+        (Profile::Steady, Fault::Outage, 10_000.0),
+        (Profile::Steady, Fault::Outage, 60_000.0),
+        (Profile::Steady, Fault::BrownoutShed, 10_000.0),
+        (Profile::Steady, Fault::Brownout, 10_000.0),
     ];
     for open in [1000.0, 1250.0, 1500.0, 1750.0, 2000.0, 3000.0] {
         let raw = breaker(open, open, 3.0);
         println!("openMs = maxOpenMs = {open}");
-        for (name, profile, fault, ms) in cases {
+        for (profile, fault, ms) in cases {
+            let name = &case_name(profile, fault, ms);
             let f = storm(profile, fault, ms, &raw, SEED ^ 1);
             let none = storm(profile, fault, ms, &options(true), SEED ^ 1);
             show(name, &f, &none);
@@ -848,61 +779,16 @@ fn storm_runs_keep_the_targets_met() {
 fn min_retries() {
     use stormguard::policy::raw_options::RawBudget;
     let cases = [
-        ("outage 3 s steady", Profile::Steady, Fault::Outage, 3000.0),
-        (
-            "outage 10 s steady",
-            Profile::Steady,
-            Fault::Outage,
-            10_000.0,
-        ),
-        (
-            "brownout 10 s steady",
-            Profile::Steady,
-            Fault::Brownout,
-            10_000.0,
-        ),
-        (
-            "shed 10 s steady",
-            Profile::Steady,
-            Fault::BrownoutShed,
-            10_000.0,
-        ),
-        (
-            "outage 3 s page-load",
-            Profile::PageLoad,
-            Fault::Outage,
-            3000.0,
-        ),
-        (
-            "outage 10 s page-load",
-            Profile::PageLoad,
-            Fault::Outage,
-            10_000.0,
-        ),
-        (
-            "brownout 10 s page-load",
-            Profile::PageLoad,
-            Fault::Brownout,
-            10_000.0,
-        ),
-        (
-            "shed 3 s page-load",
-            Profile::PageLoad,
-            Fault::BrownoutShed,
-            3000.0,
-        ),
-        (
-            "shed 10 s page-load",
-            Profile::PageLoad,
-            Fault::BrownoutShed,
-            10_000.0,
-        ),
-        (
-            "shed 60 s page-load",
-            Profile::PageLoad,
-            Fault::BrownoutShed,
-            60_000.0,
-        ),
+        (Profile::Steady, Fault::Outage, 3000.0),
+        (Profile::Steady, Fault::Outage, 10_000.0),
+        (Profile::Steady, Fault::Brownout, 10_000.0),
+        (Profile::Steady, Fault::BrownoutShed, 10_000.0),
+        (Profile::PageLoad, Fault::Outage, 3000.0),
+        (Profile::PageLoad, Fault::Outage, 10_000.0),
+        (Profile::PageLoad, Fault::Brownout, 10_000.0),
+        (Profile::PageLoad, Fault::BrownoutShed, 3000.0),
+        (Profile::PageLoad, Fault::BrownoutShed, 10_000.0),
+        (Profile::PageLoad, Fault::BrownoutShed, 60_000.0),
     ];
     for min in [3.0, 2.0] {
         let raw = RawClientOptions {
@@ -913,7 +799,8 @@ fn min_retries() {
             ..RawClientOptions::default()
         };
         println!("budget.minRetries {min}");
-        for (name, profile, fault, ms) in cases {
+        for (profile, fault, ms) in cases {
+            let name = &case_name(profile, fault, ms);
             for seed in [1, 2, 3] {
                 let f = storm(profile, fault, ms, &raw, SEED ^ seed);
                 let none = storm(profile, fault, ms, &options(true), SEED ^ seed);
