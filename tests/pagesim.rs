@@ -30,14 +30,13 @@
 //! shipped package); `figures` prints them all.
 #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
 
-use stormguard::policy::breaker::ProbeWaiter;
-use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
-use stormguard::policy::limiter::{Acquire, WaiterId};
+use stormguard::policy::breaker::Permit;
+use stormguard::policy::guard::{Attempt, CallState, Guard, Spec, Verdict};
 use stormguard::policy::options::ClientConfig;
 use stormguard::policy::raw_options::{RawClientOptions, Toggle};
 
 mod common;
-use common::sim::{drain, spec, Queue, Rng};
+use common::sim::{admit_and_slot, ended_with, settle, spec, Queue, Rng, Step, Waiting};
 
 const ORIGIN: &str = "https://api.example";
 const ENDPOINTS: [&str; 3] = ["user", "orders", "stock"];
@@ -56,8 +55,6 @@ struct Call {
     counted: bool,
     state: CallState<'static>,
     sent: Option<Attempt>,
-    /// Admitted with this permit, waiting for a slot.
-    admitted: Option<Option<stormguard::policy::breaker::Permit>>,
     ok: Option<bool>,
     end: f64,
 }
@@ -84,10 +81,8 @@ struct Sim {
     /// A brownout: from, to, requests served a second.
     browned: Option<(f64, f64, u32)>,
     per_s: Vec<u32>,
-    /// Calls waiting for a probe's outcome: (tab, waiter, call).
-    probe_waits: Vec<(usize, ProbeWaiter, usize)>,
-    /// Calls waiting for a slot: (tab, waiter, call).
-    slot_waits: Vec<(usize, WaiterId, usize)>,
+    /// Calls waiting for a probe's outcome or a slot.
+    waiting: Waiting,
     /// Repeat a tab's page every this long (0: once).
     period_ms: f64,
     end_ms: f64,
@@ -130,8 +125,7 @@ impl Sim {
             sent: Vec::new(),
             browned: None,
             per_s: vec![0; (end_ms / 1000.0) as usize + 120],
-            probe_waits: Vec::new(),
-            slot_waits: Vec::new(),
+            waiting: Waiting::default(),
             period_ms,
             end_ms,
         }
@@ -163,7 +157,6 @@ impl Sim {
                 counted,
                 state,
                 sent: None,
-                admitted: None,
                 ok: None,
                 end: 0.0,
             });
@@ -171,52 +164,43 @@ impl Sim {
         }
     }
 
+    fn finish(&mut self, id: usize, ok: bool, now: f64) {
+        (self.calls[id].ok, self.calls[id].end) = (Some(ok), now);
+    }
+
     fn attempt(&mut self, id: usize, now: f64) {
         let coin = self.rng.next();
         let call = &mut self.calls[id];
         let tab = call.tab;
         let guard = &mut self.tabs[tab];
-        let admission = guard.admit(&mut call.state, now, false, coin);
-        drain(guard);
-        let permit = match admission {
-            Admission::Go(permit) => permit,
-            Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
-            Admission::AwaitProbe(w) => return self.probe_waits.push((tab, w, id)),
-            Admission::Stop(_) => {
-                self.calls[id].ok = Some(false);
-                self.calls[id].end = now;
-                return self.wake(tab, now);
-            }
-            Admission::Online => unreachable!("the simulated host is always online"),
-        };
-        match guard.acquire_slot() {
-            Acquire::Granted => self.send(id, permit, now),
-            Acquire::Queued(w) => {
-                self.calls[id].admitted = Some(permit);
-                self.slot_waits.push((tab, w, id));
-            }
-            Acquire::Full => {
-                guard.abandon(&call.state, permit, now);
-                self.calls[id].ok = Some(false);
-                self.calls[id].end = now;
+        match admit_and_slot(
+            guard,
+            &mut call.state,
+            (tab, id),
+            &mut self.waiting,
+            now,
+            coin,
+        ) {
+            Step::Send(permit) => self.send(id, permit, now),
+            Step::Wait { ms, .. } => self.at(now + ms, Event::Attempt(id)),
+            Step::Waiting => {}
+            Step::Stop(_) | Step::Full => {
+                self.finish(id, false, now);
                 self.wake(tab, now);
             }
         }
     }
 
     /// The call holds a slot: its attempt goes.
-    fn send(&mut self, id: usize, permit: Option<stormguard::policy::breaker::Permit>, now: f64) {
+    fn send(&mut self, id: usize, permit: Option<Permit>, now: f64) {
         let call = &mut self.calls[id];
         let tab = call.tab;
         let Some(sent) = self.tabs[tab].begin(&mut call.state, permit, now) else {
-            call.ok = Some(false);
-            call.end = now;
+            self.finish(id, false, now);
             self.free_slot(tab, now);
             return self.wake(tab, now);
         };
-        let probe = sent
-            .permit
-            .is_some_and(|p| p != stormguard::policy::breaker::Permit::Normal);
+        let probe = sent.permit.is_some_and(|p| p != Permit::Normal);
         self.sent.push((sent.attempt, probe));
         call.sent = Some(sent);
         self.arrivals.push(now);
@@ -237,46 +221,28 @@ impl Sim {
     }
 
     fn free_slot(&mut self, tab: usize, now: f64) {
-        if let Some(w) = self.tabs[tab].release_slot() {
-            if let Some(i) = self.slot_waits.iter().position(|p| p.0 == tab && p.1 == w) {
-                let (_, _, id) = self.slot_waits.remove(i);
-                let permit = self.calls[id].admitted.take().flatten();
-                self.send(id, permit, now);
-            }
+        if let Some((id, permit)) = self.waiting.slot_freed(tab, &mut self.tabs[tab]) {
+            self.send(id, permit, now);
         }
     }
 
     /// Probe waiters released: they ask again, in queue order.
     fn wake(&mut self, tab: usize, now: f64) {
-        for w in self.tabs[tab].drain_released() {
-            if let Some(i) = self.probe_waits.iter().position(|p| p.0 == tab && p.1 == w) {
-                let (_, _, id) = self.probe_waits.remove(i);
-                self.at(now, Event::Attempt(id));
-            }
+        for id in self.waiting.released(tab, &mut self.tabs[tab]) {
+            self.at(now, Event::Attempt(id));
         }
     }
 
     fn reply(&mut self, id: usize, ok: bool, now: f64) {
-        let end = if ok {
-            Ended::Success
-        } else {
-            Ended::Status {
-                status: 503,
-                retry_after: None,
-                reset_ms: None,
-            }
-        };
+        let end = ended_with(if ok { 200 } else { 503 });
         let rand01 = self.rng.next();
         let call = &mut self.calls[id];
         let tab = call.tab;
         let guard = &mut self.tabs[tab];
-        let permit = call.sent.take().and_then(|s| s.permit);
-        let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
-        drain(guard);
-        match verdict {
-            Verdict::End => (call.ok, call.end) = (Some(ok), now),
+        match settle(guard, &mut call.state, &mut call.sent, &end, now, rand01) {
+            Verdict::End => self.finish(id, ok, now),
             Verdict::Retry { delay_ms } => self.at(now + delay_ms, Event::Attempt(id)),
-            Verdict::Fail { .. } => (call.ok, call.end) = (Some(false), now),
+            Verdict::Fail { .. } => self.finish(id, false, now),
         }
         self.free_slot(tab, now);
         self.wake(tab, now);

@@ -30,14 +30,13 @@
 
 use std::collections::VecDeque;
 
-use stormguard::policy::breaker::{Permit, ProbeWaiter};
-use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
-use stormguard::policy::limiter::{Acquire, WaiterId};
+use stormguard::policy::breaker::Permit;
+use stormguard::policy::guard::{Attempt, CallState, Guard, Spec, Verdict};
 use stormguard::policy::options::ClientConfig;
 use stormguard::policy::raw_options::{RawClientOptions, Toggle};
 
 mod common;
-use common::sim::{drain, spec, Queue, Rng};
+use common::sim::{admit_and_slot, ended_with, settle, spec, Queue, Rng, Step, Waiting};
 
 const ORIGIN: &str = "https://api.example";
 const WARMUP: f64 = 8000.0;
@@ -75,7 +74,6 @@ struct Call {
     state: CallState<'static>,
     sent: Option<Attempt>,
     serial: u64,
-    admitted: Option<Option<Permit>>,
     ok: Option<bool>,
     end: f64,
     /// Joined the identical call in flight (dedupe): its outcome.
@@ -121,8 +119,8 @@ struct Sim {
     tripped: Vec<f64>,
     /// Each arrival's attempt number and permit.
     kinds: Vec<(u32, Option<Permit>)>,
-    probe_waits: Vec<(usize, ProbeWaiter, usize)>,
-    slot_waits: Vec<(usize, WaiterId, usize)>,
+    /// Calls waiting for a probe's outcome or a slot.
+    waiting: Waiting,
     /// Each client's calls in flight by spec (an identical GET joins one).
     flights: Vec<Vec<Option<usize>>>,
     dedupe: bool,
@@ -200,8 +198,7 @@ impl Sim {
             arrivals: Vec::new(),
             tripped: Vec::new(),
             kinds: Vec::new(),
-            probe_waits: Vec::new(),
-            slot_waits: Vec::new(),
+            waiting: Waiting::default(),
             flights,
             dedupe: cfg.dedupe,
         }
@@ -251,7 +248,6 @@ impl Sim {
                 state,
                 sent: None,
                 serial: 0,
-                admitted: None,
                 ok: None,
                 end: 0.0,
                 joined: lead,
@@ -274,26 +270,18 @@ impl Sim {
         let call = &mut self.calls[id];
         let client = call.client;
         let guard = &mut self.clients[client];
-        let admission = guard.admit(&mut call.state, now, false, coin);
-        drain(guard);
-        let permit = match admission {
-            Admission::Go(permit) => permit,
-            Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
-            Admission::AwaitProbe(w) => return self.probe_waits.push((client, w, id)),
-            Admission::Stop(_) => {
-                self.finish(id, false, now);
-                return self.wake(client, now);
-            }
-            Admission::Online => unreachable!("the simulated host is always online"),
-        };
-        match guard.acquire_slot() {
-            Acquire::Granted => self.send(id, permit, now),
-            Acquire::Queued(w) => {
-                self.calls[id].admitted = Some(permit);
-                self.slot_waits.push((client, w, id));
-            }
-            Acquire::Full => {
-                guard.abandon(&call.state, permit, now);
+        match admit_and_slot(
+            guard,
+            &mut call.state,
+            (client, id),
+            &mut self.waiting,
+            now,
+            coin,
+        ) {
+            Step::Send(permit) => self.send(id, permit, now),
+            Step::Wait { ms, .. } => self.at(now + ms, Event::Attempt(id)),
+            Step::Waiting => {}
+            Step::Stop(_) | Step::Full => {
                 self.finish(id, false, now);
                 self.wake(client, now);
             }
@@ -421,54 +409,28 @@ impl Sim {
     }
 
     fn free_slot(&mut self, client: usize, now: f64) {
-        if let Some(w) = self.clients[client].release_slot() {
-            if let Some(i) = self
-                .slot_waits
-                .iter()
-                .position(|p| p.0 == client && p.1 == w)
-            {
-                let (_, _, id) = self.slot_waits.remove(i);
-                let permit = self.calls[id].admitted.take().flatten();
-                self.send(id, permit, now);
-            }
+        if let Some((id, permit)) = self.waiting.slot_freed(client, &mut self.clients[client]) {
+            self.send(id, permit, now);
         }
     }
 
     fn wake(&mut self, client: usize, now: f64) {
-        for w in self.clients[client].drain_released() {
-            if let Some(i) = self
-                .probe_waits
-                .iter()
-                .position(|p| p.0 == client && p.1 == w)
-            {
-                let (_, _, id) = self.probe_waits.remove(i);
-                self.at(now, Event::Attempt(id));
-            }
+        for id in self.waiting.released(client, &mut self.clients[client]) {
+            self.at(now, Event::Attempt(id));
         }
     }
 
-    fn reply(&mut self, id: usize, serial: u64, status: u16, now: f64) {
+    fn reply(&mut self, id: usize, serial: u64, code: u16, now: f64) {
         if self.calls[id].serial != serial || self.calls[id].sent.is_none() {
             return;
         }
-        let ok = status == 200;
-        let end = if ok {
-            Ended::Success
-        } else {
-            Ended::Status {
-                status,
-                retry_after: None,
-                reset_ms: None,
-            }
-        };
+        let ok = code == 200;
+        let end = ended_with(code);
         let rand01 = self.rng.next();
         let call = &mut self.calls[id];
         let client = call.client;
         let guard = &mut self.clients[client];
-        let permit = call.sent.take().and_then(|s| s.permit);
-        let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
-        drain(guard);
-        match verdict {
+        match settle(guard, &mut call.state, &mut call.sent, &end, now, rand01) {
             Verdict::End => self.finish(id, ok, now),
             Verdict::Retry { delay_ms } => self.at(now + delay_ms, Event::Attempt(id)),
             Verdict::Fail { .. } => self.finish(id, false, now),
