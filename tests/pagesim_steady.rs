@@ -280,7 +280,7 @@ impl Sim {
         ) {
             Step::Send(permit) => self.send(id, permit, now),
             Step::Wait { ms, .. } => self.at(now + ms, Event::Attempt(id)),
-            Step::Waiting => {}
+            Step::AwaitProbe | Step::Queued => {}
             Step::Stop(_) | Step::Full => {
                 self.finish(id, false, now);
                 self.wake(client, now);

@@ -16,16 +16,14 @@
 
 use std::fmt::Write as _;
 
-use stormguard::policy::breaker::ProbeWaiter;
 use stormguard::policy::classify::RetryDenied;
-use stormguard::policy::guard::{Admission, Attempt, CallState, Ended, Guard, Spec, Verdict};
-use stormguard::policy::limiter::Acquire;
+use stormguard::policy::guard::{Attempt, CallState, Ended, Guard, Spec, Verdict};
 use stormguard::policy::options::ClientConfig;
 use stormguard::policy::raw_options::{RawBreaker, RawClientOptions, Toggle};
 use stormguard::policy::stats::Stats;
 
 mod common;
-use common::sim::{drain, spec, Queue, Rng};
+use common::sim::{admit_and_slot, settle, spec, Queue, Rng, Step, Waiting};
 
 const CLIENTS: usize = 1000;
 const PERIOD_MS: f64 = 1000.0;
@@ -40,6 +38,21 @@ enum Reply {
     Ok,
     Unavailable,
     Refused,
+}
+
+impl Reply {
+    /// How the attempt ended, for the policy core.
+    fn ended(self) -> Ended<'static> {
+        match self {
+            Reply::Ok => Ended::Success,
+            Reply::Unavailable => Ended::Status {
+                status: 503,
+                retry_after: None,
+                reset_ms: None,
+            },
+            Reply::Refused => Ended::Network { offline: false },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,8 +106,8 @@ struct Sim {
     calls_per_s: Vec<u32>,
     ok_per_s: Vec<u32>,
     outage: Stats,
-    /// Calls waiting for a half-open probe: (client, waiter, call).
-    probe_waits: Vec<(usize, ProbeWaiter, usize)>,
+    /// Calls waiting for a half-open probe.
+    waiting: Waiting,
 }
 
 fn second(now_ms: f64) -> usize {
@@ -119,7 +132,7 @@ impl Sim {
             calls_per_s: vec![0; END_S + 60],
             ok_per_s: vec![0; END_S + 60],
             outage: Stats::default(),
-            probe_waits: Vec::new(),
+            waiting: Waiting::default(),
         }
     }
 
@@ -183,19 +196,23 @@ impl Sim {
         let call = &mut self.calls[id];
         let client = call.client;
         let guard = &mut self.clients[client];
-        let admission = guard.admit(&mut call.state, now, false, coin);
-        drain(guard);
-        let permit = match admission {
-            Admission::Go(permit) => permit,
-            Admission::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
+        let permit = match admit_and_slot(
+            guard,
+            &mut call.state,
+            (client, id),
+            &mut self.waiting,
+            now,
+            coin,
+        ) {
+            Step::Send(permit) => permit,
+            Step::Wait { ms, .. } => return self.at(now + ms, Event::Attempt(id)),
             // Asks again when the probe's outcome releases it.
-            Admission::AwaitProbe(w) => return self.probe_waits.push((client, w, id)),
+            Step::AwaitProbe => return,
             // Refused (open breaker) or out of time: the call ends unsent.
-            Admission::Stop(_) => return,
-            Admission::Online => unreachable!("the simulated host is always online"),
+            Step::Stop(_) => return,
+            // One call a second and attempts under 100 ms: never 6 in flight.
+            Step::Queued | Step::Full => unreachable!("a slot is always free"),
         };
-        // One call a second and attempts under 100 ms: never 6 in flight.
-        assert_eq!(guard.acquire_slot(), Acquire::Granted);
         let Some(sent) = guard.begin(&mut call.state, permit, now) else {
             let _ = guard.release_slot();
             return self.wake(client, now);
@@ -226,37 +243,20 @@ impl Sim {
     /// A probe came back or the key changed state: its waiters ask again,
     /// in queue order.
     fn wake(&mut self, client: usize, now: f64) {
-        for w in self.clients[client].drain_released() {
-            let found = self
-                .probe_waits
-                .iter()
-                .position(|p| p.0 == client && p.1 == w);
-            if let Some(i) = found {
-                let (_, _, call) = self.probe_waits.remove(i);
-                self.at(now, Event::Attempt(call));
-            }
+        for call in self.waiting.released(client, &mut self.clients[client]) {
+            self.at(now, Event::Attempt(call));
         }
     }
 
     /// The attempt's answer, settled by the policy core.
     fn reply(&mut self, id: usize, reply: Reply, now: f64) {
-        let end = match reply {
-            Reply::Ok => Ended::Success,
-            Reply::Unavailable => Ended::Status {
-                status: 503,
-                retry_after: None,
-                reset_ms: None,
-            },
-            Reply::Refused => Ended::Network { offline: false },
-        };
         let rand01 = self.rng.next();
         let call = &mut self.calls[id];
         let client = call.client;
         let guard = &mut self.clients[client];
         let _ = guard.release_slot();
-        let permit = call.sent.take().and_then(|s| s.permit);
-        let verdict = guard.settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
-        drain(guard);
+        let end = reply.ended();
+        let verdict = settle(guard, &mut call.state, &mut call.sent, &end, now, rand01);
         self.wake(client, now);
         let call = &self.calls[id];
         match verdict {
@@ -466,7 +466,8 @@ mod burst {
         pub calls: Vec<Call>,
         events: Queue<Ev>,
         rng: Rng,
-        pub waits: Vec<(ProbeWaiter, usize)>,
+        /// The calls waiting for a probe (client 0: the page's one guard).
+        pub waiting: Waiting,
         tries: Vec<u32>,
         server: Server,
     }
@@ -487,7 +488,7 @@ mod burst {
                 calls: Vec::new(),
                 events: Queue::new(),
                 rng: Rng(0x9E37_79B9_7F4A_7C15),
-                waits: Vec::new(),
+                waiting: Waiting::default(),
                 tries: vec![0; endpoints],
                 server,
             }
@@ -513,6 +514,13 @@ mod burst {
             id
         }
 
+        /// A page's burst at `t`: two calls to each of endpoints 0, 1, 2.
+        pub fn burst(&mut self, t: f64) {
+            for e in [0, 0, 1, 1, 2, 2] {
+                self.call(e, t);
+            }
+        }
+
         /// Runs until `until` (or no event is left).
         pub fn run(&mut self, until: f64) {
             while let Some((now, ev)) = self.events.next_by(until) {
@@ -526,30 +534,35 @@ mod burst {
         fn attempt(&mut self, id: usize, now: f64) {
             let coin = self.rng.next();
             let call = &mut self.calls[id];
-            let admission = self.guard.admit(&mut call.state, now, false, coin);
-            drain(&mut self.guard);
-            let permit = match admission {
-                Admission::Go(permit) => permit,
-                Admission::Wait { ms, why, .. } => {
+            let permit = match admit_and_slot(
+                &mut self.guard,
+                &mut call.state,
+                (0, id),
+                &mut self.waiting,
+                now,
+                coin,
+            ) {
+                Step::Send(permit) => permit,
+                Step::Wait { ms, why } => {
                     call.held += u32::from(why == Why::Burst);
                     return self.at(now + ms, Ev::Attempt(id));
                 }
-                Admission::AwaitProbe(w) => {
-                    call.held += 1;
+                Step::AwaitProbe => {
                     // Within its deadline: a timer ends the wait.
-                    return self.waits.push((w, id));
+                    call.held += 1;
+                    return;
                 }
-                Admission::Stop(Stop::CircuitOpen { .. }) => {
-                    self.calls[id].end = Some(End::Refused);
-                    return self.guard.retry_unsent(&mut self.calls[id].state);
+                Step::Stop(Stop::CircuitOpen { .. }) => {
+                    call.end = Some(End::Refused);
+                    return self.guard.retry_unsent(&mut call.state);
                 }
-                Admission::Stop(_) => {
-                    self.calls[id].end = Some(End::OutOfTime);
-                    return self.guard.retry_unsent(&mut self.calls[id].state);
+                Step::Stop(_) => {
+                    call.end = Some(End::OutOfTime);
+                    return self.guard.retry_unsent(&mut call.state);
                 }
-                Admission::Online => unreachable!(),
+                // Concurrency off: a slot is always free.
+                Step::Queued | Step::Full => unreachable!("concurrency is off"),
             };
-            assert_eq!(self.guard.acquire_slot(), Acquire::Granted);
             let Some(sent) = self.guard.begin(&mut call.state, permit, now) else {
                 let _ = self.guard.release_slot();
                 self.calls[id].end = Some(End::OutOfTime);
@@ -565,18 +578,15 @@ mod burst {
         }
 
         fn wake(&mut self, now: f64) {
-            for w in self.guard.drain_released() {
-                if let Some(i) = self.waits.iter().position(|p| p.0 == w) {
-                    let (_, id) = self.waits.remove(i);
-                    self.at(now, Ev::Attempt(id));
-                }
+            for id in self.waiting.released(0, &mut self.guard) {
+                self.at(now, Ev::Attempt(id));
             }
         }
 
         /// The call `id`, waiting for a probe, is aborted.
         pub fn abort(&mut self, id: usize) {
-            if let Some(i) = self.waits.iter().position(|p| p.1 == id) {
-                let (w, _) = self.waits.remove(i);
+            if let Some(i) = self.waiting.probes.iter().position(|p| p.2 == id) {
+                let (_, w, _) = self.waiting.probes.remove(i);
                 self.guard.stop_waiting(&self.calls[id].state, w);
             }
             self.calls[id].end = Some(End::OutOfTime);
@@ -593,18 +603,16 @@ mod burst {
         pub fn cancel(&mut self, id: usize, now: f64) {
             let _ = self.guard.release_slot();
             let call = &mut self.calls[id];
-            let permit = call.sent.take().and_then(|s| s.permit);
-            let _ = self.guard.settle(
+            let g = &mut self.guard;
+            let _ = settle(
+                g,
                 &mut call.state,
-                permit,
+                &mut call.sent,
                 &Ended::Cancelled,
-                None,
                 now,
-                0.0,
                 0.5,
             );
             call.end = Some(End::OutOfTime);
-            drain(&mut self.guard);
             self.wake(now);
         }
 
@@ -612,24 +620,18 @@ mod burst {
             if self.calls[id].end.is_some() {
                 return; // aborted meanwhile
             }
-            let end = match reply {
-                Reply::Ok => Ended::Success,
-                Reply::Unavailable => Ended::Status {
-                    status: 503,
-                    retry_after: None,
-                    reset_ms: None,
-                },
-                Reply::Refused => Ended::Network { offline: false },
-            };
             let rand01 = self.rng.next();
             let _ = self.guard.release_slot();
             let call = &mut self.calls[id];
-            let permit = call.sent.take().and_then(|s| s.permit);
-            let verdict = self
-                .guard
-                .settle(&mut call.state, permit, &end, None, now, 0.0, rand01);
-            drain(&mut self.guard);
-            match verdict {
+            let g = &mut self.guard;
+            match settle(
+                g,
+                &mut call.state,
+                &mut call.sent,
+                &reply.ended(),
+                now,
+                rand01,
+            ) {
                 Verdict::End => call.end = Some(End::Ok),
                 Verdict::Retry { delay_ms } => self.at(now + delay_ms, Ev::Attempt(id)),
                 Verdict::Fail { denied } => call.end = Some(End::Failed(denied)),
@@ -640,6 +642,17 @@ mod burst {
         pub fn sent(&self) -> usize {
             self.calls.iter().map(|c| c.sent_at.len()).sum()
         }
+    }
+
+    /// A server that answers 200 when `up(e, nth, now)` holds, else 503.
+    fn up_when(mut up: impl FnMut(usize, u32, f64) -> bool + 'static) -> Server {
+        Box::new(move |e, nth, now| {
+            if up(e, nth, now) {
+                Reply::Ok
+            } else {
+                Reply::Unavailable
+            }
+        })
     }
 
     fn budget_off() -> RawClientOptions {
@@ -654,13 +667,7 @@ mod burst {
         // 20 calls to 20 endpoints of one origin, out at once; each
         // endpoint fails its first request (503) and is healthy after.
         // The rule this replaces opened them all: 0 of 20.
-        let server: Server = Box::new(|_, nth, _| {
-            if nth == 1 {
-                Reply::Unavailable
-            } else {
-                Reply::Ok
-            }
-        });
+        let server = up_when(|_, nth, _| nth != 1);
         let mut p = Page::new(budget_off(), 20, server);
         for e in 0..20 {
             p.call(e, 0.0);
@@ -696,13 +703,7 @@ mod burst {
             "{retried:?}"
         );
         // Warmed by 100 successes first, with the default budget: the same.
-        let server: Server = Box::new(|_, nth, _| {
-            if nth == 6 {
-                Reply::Unavailable
-            } else {
-                Reply::Ok
-            }
-        });
+        let server = up_when(|_, nth, _| nth != 6);
         let mut p = Page::new(budget_off(), 20, server);
         for i in 0..100 {
             p.call(i % 20, f64::from(i as u32) * 10.0);
@@ -725,9 +726,7 @@ mod burst {
             _ => Reply::Ok,
         });
         let mut p = Page::new(budget_off(), 4, server);
-        for e in [0, 0, 1, 1, 2, 2] {
-            p.call(e, 0.0);
-        }
+        p.burst(0.0);
         p.run(100.0);
         let d = p.call(3, 100.0);
         p.run(60_000.0);
@@ -747,17 +746,9 @@ mod burst {
         // Every endpoint of the burst down for good; endpoint 3, which did
         // not fail in it, stays healthy. Budget off: the probes, not the
         // budget, keep the retries off the backend.
-        let server: Server = Box::new(|e, _, _| {
-            if e == 3 {
-                Reply::Ok
-            } else {
-                Reply::Unavailable
-            }
-        });
+        let server = up_when(|e, _, _| e == 3);
         let mut p = Page::new(budget_off(), 4, server);
-        for e in [0, 0, 1, 1, 2, 2] {
-            p.call(e, 0.0);
-        }
+        p.burst(0.0);
         // The healthy endpoint, while the burst is held.
         let healthy: Vec<usize> = (0..5)
             .map(|i| p.call(3, 300.0 + f64::from(i) * 500.0))
@@ -789,17 +780,9 @@ mod burst {
         // The burst's endpoints down for 10 s. The first probe's caller
         // aborts while it is out: a waiter probes in its place at once,
         // and nobody counts the aborted probe as a failed attempt.
-        let server: Server = Box::new(|_, _, now| {
-            if now < 10_000.0 {
-                Reply::Unavailable
-            } else {
-                Reply::Ok
-            }
-        });
+        let server = up_when(|_, _, now| now >= 10_000.0);
         let mut p = Page::new(budget_off(), 3, server);
-        for e in [0, 0, 1, 1, 2, 2] {
-            p.call(e, 0.0);
-        }
+        p.burst(0.0);
         let mut t = 0.0;
         while p.probe_out().is_none() {
             assert!(t < 10_000.0, "no probe went");
@@ -820,7 +803,7 @@ mod burst {
         assert_eq!(p.calls[next].sent_at.last(), Some(&t));
         // A waiter that leaves (its abort, its deadline) is forgotten.
         let before = p.guard.probe_waiters();
-        let w = p.waits.first().map(|&(_, id)| id).unwrap();
+        let w = p.waiting.probes.first().map(|&(_, _, id)| id).unwrap();
         p.abort(w);
         assert_eq!(p.guard.probe_waiters(), before - 1);
         p.run(120_000.0);
@@ -852,9 +835,7 @@ mod burst {
         });
         let mut p = Page::new(RawClientOptions::default(), 4, server);
         for i in 0..40 {
-            for e in [0, 0, 1, 1, 2, 2] {
-                p.call(e, f64::from(i) * 100.0);
-            }
+            p.burst(f64::from(i) * 100.0);
             p.call(3, f64::from(i) * 100.0 + 50.0);
         }
         p.run(60_000.0);
@@ -871,13 +852,9 @@ mod burst {
         // Half of the burst's calls answered: its retries follow the
         // ordinary budget and breakers, none waits for a probe.
         let mut k = 0;
-        let server: Server = Box::new(move |_, _, now| {
+        let server = up_when(move |_, _, now| {
             k += 1;
-            if now < 10.0 && k % 2 == 0 {
-                Reply::Unavailable
-            } else {
-                Reply::Ok
-            }
+            now >= 10.0 || k % 2 != 0
         });
         let mut p = Page::new(budget_off(), 3, server);
         for e in [0, 0, 1, 1, 2, 2, 0, 1, 2] {

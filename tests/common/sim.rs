@@ -123,9 +123,10 @@ pub enum Step {
     Send(Option<Permit>),
     /// Asks again in `ms`.
     Wait { ms: f64, why: Why },
-    /// Waits in [`Waiting`]: for a probe's outcome, or admitted and queued
-    /// for a slot.
-    Waiting,
+    /// Waits in [`Waiting`] for a probe's outcome.
+    AwaitProbe,
+    /// Admitted, waits in [`Waiting`] for a slot.
+    Queued,
     /// Ends unsent (refused, out of time).
     Stop(Stop),
     /// Admitted, but no slot and the queue full: ends unsent, its permit
@@ -151,7 +152,7 @@ pub fn admit_and_slot(
         Admission::Wait { ms, why, .. } => return Step::Wait { ms, why },
         Admission::AwaitProbe(w) => {
             waiting.probes.push((client, w, call));
-            return Step::Waiting;
+            return Step::AwaitProbe;
         }
         Admission::Stop(stop) => return Step::Stop(stop),
         Admission::Online => unreachable!("the simulated host is always online"),
@@ -160,7 +161,7 @@ pub fn admit_and_slot(
         Acquire::Granted => Step::Send(permit),
         Acquire::Queued(w) => {
             waiting.slots.push((client, w, call, permit));
-            Step::Waiting
+            Step::Queued
         }
         Acquire::Full => {
             guard.abandon(state, permit, now);
