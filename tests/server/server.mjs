@@ -190,6 +190,8 @@ export async function startServer({
     queuedLive: 0,
     counters: null,
     perSecond: new Map(),
+    // a patch given `forMs`: the timer that puts its fields back
+    revert: null,
   };
   function resetCapacityCounters() {
     cap.counters = {
@@ -866,6 +868,7 @@ export async function startServer({
     };
   }
   function configureCapacity(patch) {
+    const before = cap.cfg;
     const cfg = { ...cap.cfg };
     if (patch.defaults === true) Object.assign(cfg, CAPACITY_DEFAULTS);
     if (patch.c !== undefined) cfg.c = intParam(patch.c, cfg.c, 1, 100_000);
@@ -886,7 +889,27 @@ export async function startServer({
       cfg.outageKind = patch.outageKind;
     }
     if (patch.retryAfter !== undefined) cfg.retryAfter = patch.retryAfter === null ? null : String(patch.retryAfter);
+    // A fault of a set length, timed here: a client's own timer runs late when its process is busy,
+    // and a 300 ms blip timed by 100 tabs' event loop lasted longer than 300 ms.
+    // Another timed patch or the defaults replace the one pending; any other patch leaves it to end.
+    const forMs = patch.forMs;
+    if (forMs !== undefined && !(typeof forMs === 'number' && forMs >= 0 && forMs <= MAX_DELAY_MS)) {
+      throw new Error(`forMs must be a number of ms from 0 to ${MAX_DELAY_MS}`);
+    }
+    if (forMs !== undefined && patch.defaults === true) throw new Error('forMs cannot undo defaults');
+    if (forMs !== undefined || patch.defaults === true) {
+      cancel(cap.revert);
+      cap.revert = null;
+    }
     cap.cfg = cfg;
+    if (forMs !== undefined) {
+      const changed = Object.keys(cfg).filter((k) => cfg[k] !== before[k]);
+      cap.revert = later(() => {
+        cap.revert = null;
+        cap.cfg = { ...cap.cfg, ...Object.fromEntries(changed.map((k) => [k, before[k]])) };
+        pump();
+      }, forMs);
+    }
     if (patch.resetCounters === true) resetCapacityCounters();
     pump();
   }
@@ -921,6 +944,8 @@ export async function startServer({
         if (query.id !== undefined) states.delete(query.id);
         else {
           states.clear();
+          cancel(cap.revert);
+          cap.revert = null;
           cap.cfg = { ...CAPACITY_DEFAULTS };
           resetCapacityCounters();
         }

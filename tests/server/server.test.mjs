@@ -613,6 +613,34 @@ test('/capacity: c=2, serviceMs=100, gatewayMs=150, queue=10, 10 concurrent -> 5
     assert.equal(bro.slots, 6);
     assert.equal((await fetch(`${url}/_capacity`, { method: 'POST', body: '{"mode":"nope"}' })).status, 400);
 
+    // a fault of a set length, timed by the server: the fields it changed come back, the others stay
+    const capacity = async (patch) => (await fetch(`${url}/_capacity`, { method: 'POST', body: JSON.stringify(patch) })).json();
+    await capacity({ mode: 'normal', outageKind: 'status' });
+    const timed = await capacity({ mode: 'outage', c: 30, forMs: 150 });
+    assert.equal(timed.mode, 'outage');
+    const during = await fetch(`${url}/capacity`);
+    assert.equal(during.status, 503);
+    await during.arrayBuffer();
+    await capacity({ serviceMs: 20 }); // a patch meanwhile leaves the timed one to end
+    let back;
+    for (let i = 0; i < 200 && (back = await (await fetch(`${url}/_capacity`)).json()).mode !== 'normal'; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.deepEqual([back.mode, back.c, back.factor, back.serviceMs], ['normal', 20, 0.3, 20]);
+    const after = await fetch(`${url}/capacity`);
+    assert.equal(after.status, 200);
+    await after.arrayBuffer();
+    for (const forMs of [-1, '300', 10 * 60 * 1000 + 1]) {
+      assert.equal((await fetch(`${url}/_capacity`, { method: 'POST', body: JSON.stringify({ mode: 'outage', forMs }) })).status, 400, `forMs ${forMs}`);
+    }
+    assert.equal((await (await fetch(`${url}/_capacity`)).json()).mode, 'normal', 'a refused patch changes nothing');
+    // /_reset ends a timed patch: its timer is gone
+    const idle = (await (await fetch(`${url}/_debug`)).json()).timers;
+    await capacity({ mode: 'outage', forMs: 60_000 });
+    assert.equal((await (await fetch(`${url}/_debug`)).json()).timers, idle + 1);
+    await fetch(`${url}/_reset`, { method: 'POST' });
+    assert.equal((await (await fetch(`${url}/_debug`)).json()).timers, idle);
+
     // /_reset without id restores defaults
     await fetch(`${url}/_reset`, { method: 'POST' });
     snap = await (await fetch(`${url}/_capacity`)).json();
