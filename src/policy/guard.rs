@@ -773,6 +773,39 @@ mod tests {
         g.settle(c, s.permit, &end, None, now, 0.0, 0.5)
     }
 
+    /// A page load in a blip or an outage: [`page_specs`]' 6 calls, all
+    /// out at once, all answered 503 at `t = 5`; each retries after 1000 ms
+    /// (granted or, in a burst, denied by the budget and held).
+    pub(super) fn page_fails(g: &mut Guard, cc: &CallConfig) -> Vec<CallState<'static>> {
+        let mut calls: Vec<CallState> = page_specs(cc).iter().map(|s| g.start(s, 0.0)).collect();
+        let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(g, c, 0.0)).collect();
+        for (c, a) in calls.iter_mut().zip(&attempts) {
+            let v = settle(g, c, a, UNAVAILABLE, 5.0);
+            assert_eq!(v, Verdict::Retry { delay_ms: 1000.0 });
+        }
+        calls
+    }
+
+    /// The call goes at `t` as its origin's probe.
+    pub(super) fn origin_probe(g: &mut Guard, c: &mut CallState, t: f64) -> Attempt {
+        let probe = send(g, c, t);
+        assert_eq!(probe.permit, Some(Permit::Origin), "no origin probe");
+        probe
+    }
+
+    /// A burst's first call goes at `t` as its origin's probe; the others
+    /// wait for it.
+    pub(super) fn probe_goes(g: &mut Guard, calls: &mut [CallState], t: f64) -> Attempt {
+        let probe = origin_probe(g, &mut calls[0], t);
+        for c in calls.iter_mut().skip(1) {
+            assert!(matches!(
+                g.admit(c, t, false, 0.5),
+                Admission::AwaitProbe(_)
+            ));
+        }
+        probe
+    }
+
     #[test]
     fn a_success_ends_the_call_and_counts_one_attempt() {
         let client = cfg();
@@ -1847,33 +1880,16 @@ mod tests {
         client.budget = None;
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
-        let specs = page_specs(&cc);
-        let mut calls: Vec<CallState> = specs.iter().map(|s| g.start(s, 0.0)).collect();
-        let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(&mut g, c, 0.0)).collect();
-        for (c, a) in calls.iter_mut().zip(&attempts) {
-            let v = settle(&mut g, c, a, UNAVAILABLE, 5.0);
-            assert_eq!(v, Verdict::Retry { delay_ms: 1000.0 });
-        }
+        let mut calls = page_fails(&mut g, &cc);
         assert_eq!(g.drain_transitions(), [], "nothing opens");
         // Before the probe's time: wait for it (never announced).
-        let early = g.start(specs[2], 500.0);
-        let mut early = early;
+        let mut early = g.start(calls[2].spec, 500.0);
         assert!(matches!(
             g.admit(&mut early, 500.0, false, 0.5),
             Admission::Wait { ms, why: Why::Burst, announce: false } if ms == 505.0
         ));
         let t = 1005.0;
-        let Admission::Go(Some(Permit::Origin)) = g.admit(&mut calls[0], t, false, 0.5) else {
-            panic!("no origin probe")
-        };
-        assert_eq!(g.acquire_slot(), Acquire::Granted);
-        let probe = g.begin(&mut calls[0], Some(Permit::Origin), t).unwrap();
-        for c in calls.iter_mut().skip(1) {
-            assert!(matches!(
-                g.admit(c, t, false, 0.5),
-                Admission::AwaitProbe(_)
-            ));
-        }
+        let probe = probe_goes(&mut g, &mut calls, t);
         assert_eq!(g.stats.attempts, 7);
         assert!(matches!(
             settle(&mut g, &mut calls[0], &probe, UNAVAILABLE, t + 10.0),
@@ -1900,11 +1916,7 @@ mod tests {
         // The next probe fails too: the waiters' attempts run out (1 sent,
         // 2 lost): CircuitOpenError.
         let t = t + 2010.0;
-        let Admission::Go(Some(Permit::Origin)) = g.admit(&mut calls[2], t, false, 0.5) else {
-            panic!("no origin probe")
-        };
-        assert_eq!(g.acquire_slot(), Acquire::Granted);
-        let probe = g.begin(&mut calls[2], Some(Permit::Origin), t).unwrap();
+        let probe = origin_probe(&mut g, &mut calls[2], t);
         let _ = settle(&mut g, &mut calls[2], &probe, UNAVAILABLE, t + 10.0);
         for i in [3, 4, 5] {
             let a = g.admit(&mut calls[i], t + 10.0, false, 0.5);

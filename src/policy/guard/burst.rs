@@ -188,32 +188,20 @@ fn spread(c: &CallState, now: f64, max_wait: f64, rand01: f64) -> Option<Admissi
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 mod tests {
-    use super::super::tests::{call_cfg, cfg, page_specs, send, settle, UNAVAILABLE};
+    use super::super::tests::{
+        call_cfg, cfg, page_fails, page_specs, probe_goes, send, settle, UNAVAILABLE,
+    };
     use super::*;
 
     /// A fresh client's page load in a blip: 6 calls over 3 endpoints of
     /// one backend, all out at once, all answered 503 at `t = 5`. The
     /// default budget (3 + 10 % of 6 calls) grants 3 retries.
     fn page(g: &mut Guard, cc: &CallConfig) -> Vec<CallState<'static>> {
-        let specs = page_specs(cc);
-        let mut calls: Vec<CallState> = specs.iter().map(|s| g.start(s, 0.0)).collect();
-        let attempts: Vec<Attempt> = calls.iter_mut().map(|c| send(g, c, 0.0)).collect();
-        for (c, a) in calls.iter_mut().zip(&attempts) {
-            // Before: the 4th to 6th failed at once, denied by the budget.
-            let v = settle(g, c, a, UNAVAILABLE, 5.0);
-            assert_eq!(v, Verdict::Retry { delay_ms: 1000.0 });
-        }
+        // Each retries after 1000 ms. Before: the 4th to 6th failed at
+        // once, denied by the budget.
+        let calls = page_fails(g, cc);
         assert_eq!((g.stats.retries, g.stats.budget_denied), (3, 3));
         calls
-    }
-
-    fn goes(g: &mut Guard, c: &mut CallState, now: f64) -> Attempt {
-        let a = g.admit(c, now, false, 0.5);
-        let Admission::Go(permit) = a else {
-            panic!("does not go: {a:?}")
-        };
-        assert_eq!(g.acquire_slot(), Acquire::Granted);
-        g.begin(c, permit, now).unwrap()
     }
 
     fn polls(g: &mut Guard, c: &mut CallState, now: f64) {
@@ -226,17 +214,7 @@ mod tests {
 
     /// The burst's probe (a retry the budget granted) goes and succeeds.
     fn probe_succeeds(g: &mut Guard, calls: &mut [CallState], t: f64) {
-        let Admission::Go(Some(Permit::Origin)) = g.admit(&mut calls[0], t, false, 0.5) else {
-            panic!("no origin probe")
-        };
-        assert_eq!(g.acquire_slot(), Acquire::Granted);
-        let probe = g.begin(&mut calls[0], Some(Permit::Origin), t).unwrap();
-        for c in calls.iter_mut().skip(1) {
-            assert!(matches!(
-                g.admit(c, t, false, 0.5),
-                Admission::AwaitProbe(_)
-            ));
-        }
+        let probe = probe_goes(g, calls, t);
         assert_eq!(
             settle(g, &mut calls[0], &probe, Ended::Success, t + 10.0),
             Verdict::End
@@ -263,23 +241,28 @@ mod tests {
         now + ms
     }
 
+    /// The page in a blip whose probe succeeds at 1005 ms: each held call
+    /// waits to be released, all until the same time (returned).
+    fn released(g: &mut Guard, cc: &CallConfig) -> (Vec<CallState<'static>>, f64) {
+        let mut calls = page(g, cc);
+        probe_succeeds(g, &mut calls, 1005.0);
+        let mut at = 0.0;
+        for c in calls.iter_mut().skip(1) {
+            at = waits_to_be_released(g, c, 1015.0);
+        }
+        (calls, at)
+    }
+
     #[test]
     fn a_blips_retries_the_budget_denied_go_after_its_probe_later_in_their_window() {
         let client = cfg();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
-        let mut calls = page(&mut g, &cc);
-        let t = 1005.0;
-        probe_succeeds(&mut g, &mut calls, t);
         // Every held call, granted (1, 2) or denied (3 to 5) by the budget,
         // waits into its window, then goes.
-        let t = t + 10.0;
-        let mut at = 0.0;
+        let (mut calls, at) = released(&mut g, &cc);
         for c in calls.iter_mut().skip(1) {
-            at = waits_to_be_released(&mut g, c, t);
-        }
-        for c in calls.iter_mut().skip(1) {
-            assert_eq!(goes(&mut g, c, at).attempt, 2);
+            assert_eq!(send(&mut g, c, at).attempt, 2);
         }
         // The denied ones charged to the budget as they went.
         assert_eq!(g.stats.retries, 6);
@@ -293,16 +276,9 @@ mod tests {
         let client = cfg();
         let cc = call_cfg(&client);
         let mut g = Guard::new(&client);
-        let mut calls = page(&mut g, &cc);
-        let t = 1005.0;
-        probe_succeeds(&mut g, &mut calls, t);
-        let t = t + 10.0;
-        let mut at = 0.0;
-        for c in calls.iter_mut().skip(1) {
-            at = waits_to_be_released(&mut g, c, t);
-        }
+        let (mut calls, at) = released(&mut g, &cc);
         // The first to go fails: the origin is not over its trouble.
-        let first = goes(&mut g, &mut calls[1], at);
+        let first = send(&mut g, &mut calls[1], at);
         assert!(matches!(
             settle(&mut g, &mut calls[1], &first, UNAVAILABLE, at + 10.0),
             Verdict::Fail { .. } | Verdict::Retry { .. }
@@ -310,7 +286,7 @@ mod tests {
         // The budget's own grant goes; the denied ones wait no release
         // (they ask again), and once their time is PROBE_GRACE_MS past
         // they end denied, nothing sent.
-        assert_eq!(goes(&mut g, &mut calls[2], at + 20.0).attempt, 2);
+        assert_eq!(send(&mut g, &mut calls[2], at + 20.0).attempt, 2);
         polls(&mut g, &mut calls[3], at + 20.0);
         let late = 1005.0 + PROBE_GRACE_MS;
         assert!(late > at + 20.0);
@@ -333,17 +309,7 @@ mod tests {
         let mut g = Guard::new(&client);
         let mut calls = page(&mut g, &cc);
         let t = 1005.0;
-        let Admission::Go(Some(Permit::Origin)) = g.admit(&mut calls[0], t, false, 0.5) else {
-            panic!("no origin probe")
-        };
-        assert_eq!(g.acquire_slot(), Acquire::Granted);
-        let probe = g.begin(&mut calls[0], Some(Permit::Origin), t).unwrap();
-        for c in calls.iter_mut().skip(1) {
-            assert!(matches!(
-                g.admit(c, t, false, 0.5),
-                Admission::AwaitProbe(_)
-            ));
-        }
+        let probe = probe_goes(&mut g, &mut calls, t);
         assert!(matches!(
             settle(&mut g, &mut calls[0], &probe, UNAVAILABLE, t + 10.0),
             Verdict::Fail { .. } | Verdict::Retry { .. }
