@@ -74,6 +74,25 @@ impl serde::ser::Error for Unwritten {
 
 type Never = serde::ser::Impossible<JsValue, Unwritten>;
 
+/// [`Plain`]'s methods for the numbers it writes as the JS number they
+/// are exactly (through `serialize_f64`).
+macro_rules! as_f64 {
+    ($($name:ident: $t:ty,)*) => {$(
+        fn $name(self, v: $t) -> Result<JsValue, Unwritten> {
+            self.serialize_f64(v.into())
+        }
+    )*};
+}
+
+/// [`Plain`]'s methods for the scalars it does not write.
+macro_rules! unwritten {
+    ($($name:ident: $t:ty,)*) => {$(
+        fn $name(self, _: $t) -> Result<JsValue, Unwritten> {
+            Err(Unwritten)
+        }
+    )*};
+}
+
 impl serde::Serializer for Plain {
     type Ok = JsValue;
     type Error = Unwritten;
@@ -88,44 +107,26 @@ impl serde::Serializer for Plain {
     fn serialize_bool(self, v: bool) -> Result<JsValue, Unwritten> {
         Ok(JsValue::from_bool(v))
     }
-    fn serialize_i8(self, v: i8) -> Result<JsValue, Unwritten> {
-        self.serialize_f64(v.into())
+    as_f64! {
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_f32: f32,
     }
-    fn serialize_i16(self, v: i16) -> Result<JsValue, Unwritten> {
-        self.serialize_f64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<JsValue, Unwritten> {
-        self.serialize_f64(v.into())
-    }
-    fn serialize_i64(self, _: i64) -> Result<JsValue, Unwritten> {
-        Err(Unwritten)
-    }
-    fn serialize_u8(self, v: u8) -> Result<JsValue, Unwritten> {
-        self.serialize_f64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<JsValue, Unwritten> {
-        self.serialize_f64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<JsValue, Unwritten> {
-        self.serialize_f64(v.into())
-    }
-    fn serialize_u64(self, _: u64) -> Result<JsValue, Unwritten> {
-        Err(Unwritten)
-    }
-    fn serialize_f32(self, v: f32) -> Result<JsValue, Unwritten> {
-        self.serialize_f64(v.into())
+    unwritten! {
+        serialize_i64: i64,
+        serialize_u64: u64,
+        serialize_char: char,
+        serialize_bytes: &[u8],
     }
     fn serialize_f64(self, v: f64) -> Result<JsValue, Unwritten> {
         Ok(JsValue::from_f64(v))
     }
-    fn serialize_char(self, _: char) -> Result<JsValue, Unwritten> {
-        Err(Unwritten)
-    }
     fn serialize_str(self, v: &str) -> Result<JsValue, Unwritten> {
         Ok(JsValue::from_str(v))
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<JsValue, Unwritten> {
-        Err(Unwritten)
     }
     fn serialize_none(self) -> Result<JsValue, Unwritten> {
         Ok(JsValue::UNDEFINED)
