@@ -6,39 +6,17 @@
 // (the native simulation, tests/sim.rs, proves the timing in virtual time).
 // `consecutiveFailures: 3` is a page's default; a server's is false, which
 // turns the rule off (tests/e2e/server-defaults.test.mjs).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium, startServers, watchErrors } from './browser.mjs';
+import { inBoth as both, serversAndChromium } from './browser.mjs';
 import * as node from '../../pkg/node.js';
 
-let servers, browser;
-before(async () => {
-  servers = await startServers();
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-  await servers?.close();
-});
+const env = serversAndChromium();
 
-const log = async (id) => (await (await fetch(`${servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
+const log = async (id) => (await (await fetch(`${env.servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight);
 
 /** Runs `scenario({ fault, id })` in Node and in a fresh page; resolves with both results. */
-async function inBoth(scenario, id) {
-  globalThis.stormguard = node;
-  const inNode = await scenario({ fault: servers.fault, id: `${id}-node` });
-  const page = await browser.newPage();
-  const errors = watchErrors(page);
-  try {
-    await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
-    await page.waitForFunction(() => window.ready === true);
-    const inPage = await page.evaluate(scenario, { fault: servers.fault, id: `${id}-page` });
-    assert.deepEqual(errors.filter((e) => !/Failed to load resource: the server responded with a status/.test(e)), []);
-    return { node: inNode, page: inPage };
-  } finally {
-    await page.close();
-  }
-}
+const inBoth = (scenario, id) => both(env, node, scenario, id);
 
 test('20 endpoints of one origin, each failing once and then healthy: all 20 succeed, one retry each', async () => {
   // The rule this replaced opened every endpoint of the burst: 0 of 20, every one CircuitOpenError.
@@ -105,7 +83,7 @@ test('fetch(): a retry the budget denied that waited with a burst whose probe fa
   globalThis.stormguard = node;
   const options = { retry: { jitter: 'equal' }, breaker: { consecutiveFailures: 3 }, crossTab: false };
   const paths = ['/status/500', '/status/502', '/status/503'];
-  const page = (call, id) => Promise.all(paths.flatMap((p) => [1, 2].map((n) => call(`${servers.fault}${p}?id=${id}&n=${n}`))));
+  const page = (call, id) => Promise.all(paths.flatMap((p) => [1, 2].map((n) => call(`${env.servers.fault}${p}?id=${id}&n=${n}`))));
   const viaFetch = await node.createClient(options);
   const fetched = await page((url) => viaFetch.fetch(url).then((r) => r.status, (e) => `${e.name}:${e.cause?.name}`), 'blip-denied-fetch');
   // The ones the budget denied resolve with their 5xx; the burst's others end on their attempts

@@ -2,6 +2,8 @@
 // (no tool may download its own browser here), with the flags this machine
 // needs (below), and the fault server started in-process.
 import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+import { before, after } from 'node:test';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../server/server.mjs';
@@ -38,6 +40,23 @@ export async function startServers() {
   };
 }
 
+/**
+ * A test file's servers (startServers()) and Chromium, started before its tests and closed after
+ * them: the tests read `env.servers` and `env.browser` of the object returned.
+ */
+export function serversAndChromium() {
+  const env = { servers: undefined, browser: undefined };
+  before(async () => {
+    env.servers = await startServers();
+    env.browser = await launchChromium();
+  });
+  after(async () => {
+    await env.browser?.close();
+    await env.servers?.close();
+  });
+  return env;
+}
+
 /** Collects console errors and uncaught exceptions of a page. */
 export function watchErrors(page) {
   const errors = [];
@@ -71,4 +90,27 @@ export async function openWithWasmHeld(context, url, setup) {
   await page.waitForFunction(() => window.made === true);
   await wasAsked;
   return { page, errors, answer };
+}
+
+/**
+ * Runs `scenario({ fault, id })` in Node, `globalThis.stormguard` set to the package `node` (its
+ * pkg/node.js), then in a fresh page (tests/e2e/pages/esm.html, which sets `window.stormguard`),
+ * with `env`'s servers and browser (serversAndChromium()); resolves with both results,
+ * `{ node, page }`, the ids `${id}-node` and `${id}-page`. Errors in the page's console fail it,
+ * but for the lines the console writes for every non-2xx answer (the tests' own).
+ */
+export async function inBoth({ browser, servers }, node, scenario, id) {
+  globalThis.stormguard = node;
+  const inNode = await scenario({ fault: servers.fault, id: `${id}-node` });
+  const page = await browser.newPage();
+  const errors = watchErrors(page);
+  try {
+    await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
+    await page.waitForFunction(() => window.ready === true);
+    const inPage = await page.evaluate(scenario, { fault: servers.fault, id: `${id}-page` });
+    assert.deepEqual(errors.filter((e) => !/Failed to load resource: the server responded with a status/.test(e)), []);
+    return { node: inNode, page: inPage };
+  } finally {
+    await page.close();
+  }
 }

@@ -5,41 +5,18 @@
 // (hand-written here, as any library's `~standard` object). Each scenario is
 // one function run in both hosts (`globalThis.stormguard` is the package in
 // either).
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium, startServers, watchErrors } from './browser.mjs';
+import { inBoth as both, serversAndChromium } from './browser.mjs';
 import * as node from '../../pkg/node.js';
 
-let servers, browser;
-before(async () => {
-  servers = await startServers();
-  browser = await launchChromium();
-});
-after(async () => {
-  await browser?.close();
-  await servers?.close();
-});
+const env = serversAndChromium();
 
 /** Runs `scenario({ fault, id })` in Node and in a fresh page; resolves with both results. */
-async function inBoth(scenario, id) {
-  globalThis.stormguard = node;
-  const inNode = await scenario({ fault: servers.fault, id: `${id}-node` });
-  const page = await browser.newPage();
-  const errors = watchErrors(page);
-  try {
-    await page.goto(`${servers.site}/tests/e2e/pages/esm.html`);
-    await page.waitForFunction(() => window.ready === true);
-    const inPage = await page.evaluate(scenario, { fault: servers.fault, id: `${id}-page` });
-    // (The console reports every non-2xx answer; those are the tests' own.)
-    assert.deepEqual(errors.filter((e) => !/Failed to load resource: the server responded with a status/.test(e)), []);
-    return { node: inNode, page: inPage };
-  } finally {
-    await page.close();
-  }
-}
+const inBoth = (scenario, id) => both(env, node, scenario, id);
 
 const requests = async (id) =>
-  (await (await fetch(`${servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight).length;
+  (await (await fetch(`${env.servers.fault}/_log?id=${id}`)).json()).filter((e) => !e.preflight).length;
 
 describe('undefined in query and headers', () => {
   test('skipped in query and headers; a call\'s undefined header removes the client\'s', async () => {
