@@ -807,11 +807,11 @@ function copied(o) {
   }
 }
 
-/** A call's options with `deadlineMs` (the rest of its deadline) over them, nothing else changed. */
-function withDeadline(options, ms) {
-  if (options === undefined || options === null) return { deadlineMs: ms };
+/** A call's options with `name` (`deadlineMs`: the rest of its deadline; `signal`) `value` over them, nothing else changed. */
+function withOption(options, name, value) {
+  if (options === undefined || options === null) return { [name]: value };
   if (typeof options !== 'object') return options; // the engine rejects it
-  return Object.create(options, { deadlineMs: { value: ms, enumerable: true, writable: true, configurable: true } });
+  return Object.create(options, { [name]: { value, enumerable: true, writable: true, configurable: true } });
 }
 
 class Client {
@@ -837,6 +837,7 @@ class Client {
   #building = null;
   #deadline = DEFAULT_DEADLINE_MS;
   #listeners = [];
+  #ended = []; // the calls that ended before the engine was in, for it to count (#replay)
   // A root client made before the engine is in by an entry that has the boot build (boot.js, `#boot`):
   // its options, which decide whether the boot build may send a call's first attempt.
   #given = undefined;
@@ -902,12 +903,22 @@ class Client {
     return this.#building;
   }
 
-  /** The engine's client is in: the listeners registered meanwhile are attached to it. */
+  /**
+   * The engine's client is in: the listeners registered meanwhile are attached to it, and it counts
+   * the calls that ended meanwhile (#replay). Closed while it loaded, it counts them (the engine a
+   * derived client shares) as calls close() ended in its hands, and is freed.
+   */
   #adopt(inner, fns) {
     this.#build = null;
     this.#building = null;
+    const ended = this.#ended;
+    this.#ended = [];
     if (this.#final) {
-      inner.free(); // closed while it loaded
+      for (const [method, a, b, adopted] of ended) {
+        if (adopted) inner.adopt(...adopted);
+        inner[method](a, withOption(b, 'signal', AbortSignal.abort())).catch(() => {});
+      }
+      inner.free();
       return;
     }
     this.#c = inner;
@@ -915,6 +926,7 @@ class Client {
     if (this.#booting) inner.booting((this.#held = this.#booting));
     for (const l of this.#listeners) if (!l.off) l.id = inner.on(l.event, l.listener);
     this.#listeners = [];
+    for (const call of ended) this.#replay(...call);
   }
 
   /**
@@ -950,14 +962,16 @@ class Client {
     try {
       await this.#waitBuilt(ms, signal);
     } catch (e) {
-      if (signal?.aborted && e instanceof AbortError) this.#replay(method, a, b);
+      // Its deadline passed (none sent), its caller or close() aborted it.
+      if (e instanceof TimeoutError) this.#replay(method, a, b, [started, 6, undefined, true]);
+      else if (e instanceof AbortError) this.#replay(method, a, b);
       if (asFetch && e?.reason === signal?.reason && signal?.aborted && e instanceof AbortError) throw signal.reason;
       // schema() does not reject for its deadline: its fallback (the cache is the engine's to read).
       if (method === 'schema' && e instanceof TimeoutError) return clientFailed(b, e);
       throw toError(e, asFetch);
     }
     const left = Math.max(1, Math.ceil(ms - (performance.now() - started)));
-    return this[method](a, valid || given === undefined ? withDeadline(b, left) : b);
+    return this[method](a, valid || given === undefined ? withOption(b, 'deadlineMs', left) : b);
   }
 
   /**
@@ -995,6 +1009,9 @@ class Client {
       // Aborted while it waited: an answer whose body the engine never read is no sample (as its own
       // attempt aborted while reading it); any other end is.
       if (signal?.aborted && e instanceof AbortError) this.#replay('request', a, b, [r.started, r.kind === 1 ? 5 : r.kind, r.value]);
+      // Its deadline passed while it waited: the attempt as it ended (an answer's status decides, as when
+      // the deadline cuts the engine's own attempt reading its body), and nothing more.
+      else if (e instanceof TimeoutError) this.#replay('request', a, b, [r.started, r.kind, r.value, true]);
       throw toError(e);
     }
     if (this.#final) return this.request(a, b);
@@ -1003,18 +1020,21 @@ class Client {
   }
 
   /**
-   * Counts in the engine, once it is in, a call that ended before: `this[method](a, b)` made through
-   * it with nothing left to send, its first attempt `adopted` (`[started, kind, value]`, as
-   * Client.adopt takes it) if the boot build sent one. A 2xx the boot build delivered (kind 0) is that
-   * attempt's sample; a call its caller aborted is made with its aborted signal, and the engine counts
-   * it as one aborted in its hands: a request, its attempt if one went, a failure.
+   * Counts in the engine, at once if it is in, else when it arrives (#adopt), a call that ended before:
+   * `this[method](a, b)` made through it with nothing left to send, its first attempt `adopted`
+   * (`[started, kind, value, late]`, as Client.adopt takes it) if the boot build sent one. A 2xx the
+   * boot build delivered (kind 0) is that attempt's sample; a call its caller aborted is made with its
+   * aborted signal, and the engine counts it as one aborted in its hands: a request, its attempt if
+   * one went, a failure; one whose deadline passed (`late`; kind 6 when none went) as one out of time.
    */
   #replay(method, a, b, adopted) {
-    this.#whenBuilt().then(() => {
-      if (this.#final) return;
-      if (adopted) this.#c.adopt(...adopted);
-      this.#call(method, a, b).catch(() => {});
-    }, () => {});
+    if (!this.#c) {
+      if (!this.#final || this.#build) this.#ended.push([method, a, b, adopted]);
+      return;
+    }
+    if (this.#final) return;
+    if (adopted) this.#c.adopt(...adopted);
+    this.#call(method, a, b).catch(() => {});
   }
 
   /** The engine, within `ms` and until `signal` or close() (of this client or one it derives from) aborts. */

@@ -13,6 +13,7 @@ use super::cancel::Cancel;
 use super::convert::{get, Obj};
 use super::errors::{CallError, ErrorKind};
 use super::hooks::{flag, UserFns};
+use super::host::now_ms;
 use super::layer::Layer;
 use crate::policy::classify::RetryDenied;
 use crate::policy::credentials::Credentials;
@@ -54,10 +55,13 @@ pub struct Call {
 /// pkg-template/boot.js) sent before the engine was in, and how it went:
 /// the engine adopts it as the call's first attempt (`Engine::adopted`).
 pub struct Adopted {
-    /// When it went out (`performance.now()`): the call's deadline runs
-    /// from then.
+    /// When it went out (`performance.now()`; with `Unsent`, when the
+    /// call was made): the call's deadline runs from then.
     pub started_ms: f64,
     pub end: AdoptedEnd,
+    /// The call's deadline passed before the engine was in: it ends now,
+    /// whatever the engine's clock says, and sends nothing more.
+    pub late: bool,
 }
 
 /// How an adopted attempt ended.
@@ -75,6 +79,9 @@ pub enum AdoptedEnd {
     Timeout,
     /// The caller aborted it.
     Cancelled,
+    /// None went: the call's deadline passed while it waited for the
+    /// engine (`late`).
+    Unsent,
 }
 
 impl Call {
@@ -103,11 +110,18 @@ impl Call {
         }
     }
 
-    /// Its first attempt was sent before the engine was in: adopted, the
-    /// call's deadline running from when it went, and never shared (it is
-    /// its own network call).
-    pub fn adopt(&mut self, adopted: Adopted) {
+    /// Its first attempt was sent before the engine was in (`adopted`, if
+    /// any: see `Client::adopt`): adopted, the call's deadline running from
+    /// when it went, and never shared (it is its own network call). One
+    /// copy for the three methods that take it.
+    #[inline(never)]
+    pub fn adopt(&mut self, adopted: Option<Adopted>) {
+        let Some(adopted) = adopted else { return };
         self.since = Some(adopted.started_ms);
+        // Its deadline passed while it waited for the engine: it is over now.
+        if adopted.late {
+            self.spec.cfg.deadline_ms = (now_ms() - adopted.started_ms).max(0.0);
+        }
         if let Mode::Request { share, .. } = &mut self.mode {
             *share = None;
         }
@@ -117,6 +131,14 @@ impl Call {
     /// The attempt sent before the engine was in, once.
     pub fn take_adopted(&self) -> Option<Adopted> {
         self.adopted.take()
+    }
+
+    /// Its deadline passed before the engine was in (`Adopted::late`).
+    pub fn is_late(&self) -> bool {
+        let a = self.adopted.take();
+        let late = a.as_ref().is_some_and(|a| a.late);
+        self.adopted.set(a);
+        late
     }
 
     /// The call with its `retry.retryOn`.

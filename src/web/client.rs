@@ -79,25 +79,34 @@ impl Client {
         Client::build(&options, original).map_err(options_error)
     }
 
-    /// The next `request()` call's first attempt went out at `started_ms`
+    /// The next call's first attempt (`request()`'s; `fetch()` and
+    /// `schema()` take one that is `Unsent`) went out at `started_ms`
     /// (`performance.now()`) before the engine was in, sent by the boot
     /// build (pkg-template/boot.js), and ended so: `kind` 0 a 2xx it
     /// delivered, 1 an answer (`value` its Response, body unread), 2 a
     /// 2xx whose body did not parse (`value` the error), 3 a network error
     /// (`value` the host's), 4 its time ran out, 5 the caller aborted it
     /// (the call, made again with its aborted signal, ends so and is
-    /// counted as the engine counts an aborted call). The call adopts it as
-    /// its first attempt.
-    pub fn adopt(&self, started_ms: f64, kind: u8, value: JsValue) {
+    /// counted as the engine counts an aborted call), 6 none went (the
+    /// call was made at `started_ms`). The call adopts it as its first
+    /// attempt. `late`: the call's deadline passed before the engine was
+    /// in; the call ends with it, counted as one that ran out of time in
+    /// the engine's hands, with nothing more sent.
+    pub fn adopt(&self, started_ms: f64, kind: u8, value: JsValue, late: bool) {
         let end = match kind {
             0 => AdoptedEnd::Delivered,
             1 => AdoptedEnd::Answer(value),
             2 => AdoptedEnd::Parse(value),
             3 => AdoptedEnd::Network(value),
             4 => AdoptedEnd::Timeout,
-            _ => AdoptedEnd::Cancelled,
+            5 => AdoptedEnd::Cancelled,
+            _ => AdoptedEnd::Unsent,
         };
-        self.adopted.set(Some(Adopted { started_ms, end }));
+        self.adopted.set(Some(Adopted {
+            started_ms,
+            end,
+            late,
+        }));
     }
 
     /// `n` (> 0) first attempts the boot build sent before the engine was
@@ -117,9 +126,7 @@ impl Client {
         // One reader: each option read once (request.rs, then `validate`).
         let built = Reader::new(&options, "options").and_then(|r| {
             let ((mut call, signal), _) = self.builder.request(&self.engine, &url, &r, false)?;
-            if let Some(a) = adopted {
-                call.adopt(a);
-            }
+            call.adopt(adopted);
             let check = validate::read(&r)?.map(|v| Check::new(v, &call, signal.as_ref()));
             Ok(((call, signal), check))
         });
@@ -139,8 +146,12 @@ impl Client {
         if let Some(sent) = transport.returned(&input, &init) {
             return sent;
         }
+        let adopted = self.adopted.take();
         match self.builder.fetch(&self.engine, &input, &init) {
-            Ok(built) => self.spawn(Ok(built), None, true),
+            Ok(mut built) => {
+                built.0.adopt(adopted);
+                self.spawn(Ok(built), None, true)
+            }
             Err(Refused::Host(e)) => Promise::reject(&without_secrets(&e)),
             Err(Refused::Options(e)) => {
                 Promise::reject(&to_class(&self.make_error, options_error(e), true))
@@ -205,8 +216,10 @@ impl Client {
     /// `client.schema(url, options)`: request() plus a last-good copy.
     pub fn schema(&self, url: JsValue, options: JsValue) -> Promise {
         // One reader: each option read once (request.rs, then schema.rs's).
+        let adopted = self.adopted.take();
         let prepared = Reader::new(&options, "options").and_then(|r| {
-            let ((call, signal), own) = self.builder.request(&self.engine, &url, &r, true)?;
+            let ((mut call, signal), own) = self.builder.request(&self.engine, &url, &r, true)?;
+            call.adopt(adopted);
             let o = schema::read(&r, &call, &own)?;
             Ok((call, signal, o))
         });

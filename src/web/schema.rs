@@ -97,6 +97,9 @@ pub fn read(
         }
         None => Some(default_key(&call.url, own)),
     };
+    // Its deadline passed before the engine was in: it was given its
+    // fallback, the cache unread (the engine's to read).
+    let key = key.filter(|_| !call.is_late());
     Ok(SchemaOptions {
         key,
         version,

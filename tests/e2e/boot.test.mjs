@@ -279,3 +279,38 @@ test("a client's options are read once, when it is made: not again by each call 
     await context.close();
   }
 });
+
+test('calls whose deadline passes before the engine is in are counted by it when it arrives, as it counts its own: nothing is sent again', async () => {
+  const context = await browser.newContext();
+  try {
+    const { page, release, sent, answered } = await heldPage(context);
+    await page.evaluate((u) => {
+      window.ended = [];
+      const end = (r) => window.ended.push(`${r.error?.name} ${r.error?.phase}`);
+      // A 503 (its body unread), then its deadline while it waits for the engine.
+      window.call(`${u}/fail-first?key=boot-late-503&n=5`, { deadlineMs: 1500 }).then(end);
+      // An attempt that times out, then its deadline.
+      window.call(`${u}/hang?id=boot-late-hang`, { timeoutMs: 300, deadlineMs: 1500 }).then(end);
+      // One the boot build does not send (an option of the engine's): none goes.
+      window.call(`${u}/echo?id=boot-late-waits`, { deadlineMs: 1500, retry: { maxAttempts: 2 } }).then(end);
+    }, servers.fault);
+    await answered(503, 'boot-late-503');
+    await page.waitForFunction(() => window.ended.length === 3, null, { timeout: 10000 });
+    assert.deepEqual(await page.evaluate(() => window.ended.sort()), Array(3).fill('TimeoutError deadline'));
+    release();
+    await page.evaluate(() => window.api.ready.then(() => undefined));
+    await page.waitForFunction(() => window.api.stats().requests === 3);
+    const stats = await page.evaluate(() => window.api.stats());
+    // Each a request and a failure; the boot build's attempts are its attempts as they ended (the 503's
+    // status and the timeout are breaker samples), and no retry goes: the deadline has passed.
+    assert.deepEqual(
+      [stats.requests, stats.attempts, stats.retries, stats.timeouts, stats.failures, stats.inFlight, stats.queued],
+      [3, 2, 0, 1, 3, 0, 0],
+    );
+    assert.deepEqual(await page.evaluate(() => window.events), ['attempt 1', 'attempt 1']);
+    assert.deepEqual(await page.evaluate(() => window.api.breakers().map((b) => b.samples)), [1, 1]);
+    assert.equal(sent('boot-late-'), 2, 'nothing sent again');
+  } finally {
+    await context.close();
+  }
+});

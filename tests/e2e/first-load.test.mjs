@@ -102,6 +102,8 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
   const r = await node(`
     const { response, release } = slowWasm();
     const api = sg.createClientSync({ wasm: response });
+    const gaveUp = [];
+    api.on('giveUp', (e) => gaveUp.push(e.errorName));
     const c = new AbortController();
     const reason = new Error('left the page');
     const aborted = api.request(echo('fl-abort'), { signal: c.signal }).catch(report);
@@ -127,16 +129,19 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
     const closedStats = other.stats().requests;
     release();
     const body = await api.request(echo('fl-after'));
-    // The aborted calls counted by the engine as it counts its own (nothing sent); the timed-out ones not.
-    const { requests, attempts, failures } = api.stats();
-    out({ stats: [requests, attempts, failures],
+    // The calls aborted, timed out or closed meanwhile, counted by the engine as it counts its own (nothing sent).
+    const { requests, attempts, failures, timeouts, fallbacks } = api.stats();
+    out({ stats: [requests, attempts, failures, timeouts, fallbacks], gaveUp: gaveUp.sort(),
       aborted: await aborted, reasonKept: (await aborted).name === 'AbortError', fetchAborted: await fetchAborted,
       requestAborted: await requestAborted, preAborted, timedOut, fetchTimedOut, shortOut, schemaOut,
       closedChild: await closedChild, closedRoot: await closedRoot, afterClose, closedStats, method: body.method,
     });`);
   assert.equal(r.aborted.name, 'AbortError');
   assert.equal(r.fetchAborted, true, "fetch() rejects with the signal's reason, as the host's fetch");
-  assert.deepEqual(r.stats, [5, 1, 4], 'the 4 aborted calls are requests and failures of the engine, with no attempt');
+  // 4 aborted by their caller, 3 past their deadline (schema()'s served its fallback), 1 of a derived client close()
+  // ended (its engine is the root's), then fl-after: no attempt but fl-after's, and no timeout (that counts attempts).
+  assert.deepEqual(r.stats, [9, 1, 8, 0, 1], 'the aborted, timed-out and closed calls are requests and failures of the engine');
+  assert.deepEqual(r.gaveUp, [...Array(5).fill('AbortError'), ...Array(3).fill('TimeoutError')], 'each ends in the engine as it did');
   assert.equal(r.requestAborted, true, "a Request's own signal counts");
   assert.equal(r.preAborted.name, 'AbortError');
   assert.deepEqual([r.timedOut.name, r.timedOut.phase], ['TimeoutError', 'deadline']);

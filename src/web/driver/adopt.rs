@@ -8,7 +8,7 @@ use wasm_bindgen::JsValue;
 
 use super::round::Round;
 use super::Drive;
-use crate::web::call::{AdoptedEnd, Halt, Prepared};
+use crate::web::call::{Adopted, AdoptedEnd, Halt, Prepared};
 use crate::web::crosstab::ProbeLock;
 use crate::web::fetch::{self, AttemptEnd, Decided};
 use crate::web::host::{now_ms, rand01};
@@ -19,8 +19,14 @@ impl Drive<'_> {
     /// the round is settled: its adopted first attempt's, or one admitted
     /// and sent now.
     pub(super) async fn next_round(&mut self) -> Result<(Decided, Option<ProbeLock>), Halt> {
-        if let Some(a) = self.call.take_adopted() {
-            return Ok((Apart(adopted(self, a.started_ms, a.end)).await, None));
+        match self.call.take_adopted() {
+            // Its deadline passed while it waited for the engine, none sent.
+            Some(Adopted {
+                end: AdoptedEnd::Unsent,
+                ..
+            }) => return Err(Halt::OutOfTime),
+            Some(a) => return Ok((Apart(adopted(self, a.started_ms, a.end)).await, None)),
+            None => {}
         }
         let (sent, lock, prepared) = Apart(self.admitted()).await?;
         Ok((Apart(Round::run(self, sent, &prepared)).await, lock))
