@@ -1477,8 +1477,9 @@ mod tests {
         assert_eq!(b.acquire(K, 5000.0, 0.5), Ok(Permit::Probe));
     }
 
-    #[test]
-    fn several_probes_when_configured() {
+    /// A breaker of two half-open probes, opened at 0: both probes out at
+    /// 5000.
+    fn two_probes_out() -> (Breakers, Permit, Permit) {
         let mut b = Breakers::new(BreakerConfig {
             half_open_probes: 2,
             ..cfg()
@@ -1486,6 +1487,12 @@ mod tests {
         open(&mut b, 0.0);
         let p1 = b.acquire(K, 5000.0, 0.5).unwrap();
         let p2 = b.acquire(K, 5000.0, 0.5).unwrap();
+        (b, p1, p2)
+    }
+
+    #[test]
+    fn several_probes_when_configured() {
+        let (mut b, p1, p2) = two_probes_out();
         assert_eq!((p1, p2), (Permit::Probe, Permit::Probe));
         assert_eq!(b.acquire(K, 5000.0, 0.5), Err(0.0));
         // First probe fails: open again; the second's success arrives late and decides nothing.
@@ -1496,13 +1503,7 @@ mod tests {
 
     #[test]
     fn late_probe_from_an_earlier_phase_keeps_its_slot_counted() {
-        let mut b = Breakers::new(BreakerConfig {
-            half_open_probes: 2,
-            ..cfg()
-        });
-        open(&mut b, 0.0);
-        let p1 = b.acquire(K, 5000.0, 0.5).unwrap();
-        let p2 = b.acquire(K, 5000.0, 0.5).unwrap();
+        let (mut b, p1, p2) = two_probes_out();
         b.record(K, p1, Sample::Failure, 5000.0);
         // Half-open again while p2 is still out: only one new probe fits.
         assert_eq!(b.acquire(K, 15_000.0, 0.5), Ok(Permit::Probe));
