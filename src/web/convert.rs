@@ -84,10 +84,10 @@ macro_rules! as_f64 {
     )*};
 }
 
-/// [`Plain`]'s methods for the scalars it does not write.
+/// [`Plain`]'s methods for the shapes it does not write.
 macro_rules! unwritten {
-    ($($name:ident: $t:ty,)*) => {$(
-        fn $name(self, _: $t) -> Result<JsValue, Unwritten> {
+    ($($name:ident($($arg:ty),*) -> $ok:ty;)*) => {$(
+        fn $name(self, $(_: $arg),*) -> Result<$ok, Unwritten> {
             Err(Unwritten)
         }
     )*};
@@ -117,10 +117,16 @@ impl serde::Serializer for Plain {
         serialize_f32: f32,
     }
     unwritten! {
-        serialize_i64: i64,
-        serialize_u64: u64,
-        serialize_char: char,
-        serialize_bytes: &[u8],
+        serialize_i64(i64) -> JsValue;
+        serialize_u64(u64) -> JsValue;
+        serialize_char(char) -> JsValue;
+        serialize_bytes(&[u8]) -> JsValue;
+        serialize_seq(Option<usize>) -> Never;
+        serialize_tuple(usize) -> Never;
+        serialize_tuple_struct(&'static str, usize) -> Never;
+        serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Never;
+        serialize_map(Option<usize>) -> Never;
+        serialize_struct_variant(&'static str, u32, &'static str, usize) -> Never;
     }
     fn serialize_f64(self, v: f64) -> Result<JsValue, Unwritten> {
         Ok(JsValue::from_f64(v))
@@ -164,38 +170,8 @@ impl serde::Serializer for Plain {
     ) -> Result<JsValue, Unwritten> {
         Err(Unwritten)
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Never, Unwritten> {
-        Err(Unwritten)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Never, Unwritten> {
-        Err(Unwritten)
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Never, Unwritten> {
-        Err(Unwritten)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Never, Unwritten> {
-        Err(Unwritten)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Never, Unwritten> {
-        Err(Unwritten)
-    }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Obj, Unwritten> {
         Ok(Obj::new())
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Never, Unwritten> {
-        Err(Unwritten)
     }
 }
 
