@@ -704,7 +704,7 @@ mod burst {
         );
         // Warmed by 100 successes first, with the default budget: the same.
         let server = up_when(|_, nth, _| nth != 6);
-        let mut p = Page::new(budget_off(), 20, server);
+        let mut p = Page::new(RawClientOptions::default(), 20, server);
         for i in 0..100 {
             p.call(i % 20, f64::from(i as u32) * 10.0);
         }
