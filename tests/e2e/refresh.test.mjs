@@ -22,19 +22,26 @@ const settled = (p) => p.then((value) => ({ ok: true, value }), (e) => e);
 test('a refresh that stalls is bounded by the deadline of the call that started it, then forgotten: a later 401 refreshes again', async () => {
   let token = 'old';
   let refreshes = 0;
+  let refreshing;
+  const refreshed = new Promise((r) => { refreshing = r; });
   const api = await createClient({
     baseUrl: `${server.url}/`,
     retry: false,
     auth: {
       token: () => token,
       // The first refresh never settles; the second works.
-      refresh: () => (++refreshes === 1 ? new Promise(() => {}) : void (token = 'new')),
+      refresh: () => {
+        refreshing();
+        return ++refreshes === 1 ? new Promise(() => {}) : void (token = 'new');
+      },
     },
   });
   const users = api.extend({ headers: { 'x-module': 'users' } });
-  // `first` starts the refresh (its deadline 400 ms); `waiting`, with 10 s, waits for that refresh.
-  const first = settled(api.request('auth?accept=new&id=r-stall-1', { deadlineMs: 400 }));
-  await sleep(100);
+  // `first` starts the refresh (its deadline 1000 ms); `waiting`, with 10 s, made once the refresh
+  // has started (not after a fixed time, which a busy machine can spend before the 401 is in),
+  // waits for that refresh.
+  const first = settled(api.request('auth?accept=new&id=r-stall-1', { deadlineMs: 1000 }));
+  await refreshed;
   const waiting = settled(users.request('auth?accept=new&id=r-stall-2', { deadlineMs: 10000 }));
   const a = await first;
   assert.ok(a instanceof HttpError, String(a));
