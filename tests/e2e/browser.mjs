@@ -36,6 +36,8 @@ export async function startServers() {
     site: site.url,
     fault: fault.url,
     other: fault.urls[1],
+    /** The wall-clock time (epoch ms, as a page's Date.now()) of the fault server's log time `t`. */
+    faultWall: (t) => t + Date.now() - fault.now(),
     close: () => Promise.all([site.close(), fault.close()]),
   };
 }
