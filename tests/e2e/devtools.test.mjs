@@ -123,10 +123,15 @@ test('the retry budget during an outage: retries used climb to what the calls al
   const read = () => page.$eval('#box [data-sg-budget]', (e) => ({
     state: e.dataset.sgBudget, used: Number(e.dataset.used), allowed: Number(e.dataset.allowed), calls: Number(e.dataset.calls),
   }));
-  const readBox2 = () => page.$eval('#box2 [data-sg-budget]', (e) => ({
-    state: e.dataset.sgBudget, used: Number(e.dataset.used), allowed: Number(e.dataset.allowed), calls: Number(e.dataset.calls),
-    text: e.textContent, denied: e.closest('[data-sg-devtools]').querySelector('[data-sg-stat=budgetDenied]').textContent,
-  }));
+  // One evaluate: $eval finds the element and then reads it in a second step, and the panel's
+  // render (every 250 ms) can replace it in between, leaving it with no panel around it.
+  const readBox2 = () => page.evaluate(() => {
+    const e = document.querySelector('#box2 [data-sg-budget]');
+    return {
+      state: e.dataset.sgBudget, used: Number(e.dataset.used), allowed: Number(e.dataset.allowed), calls: Number(e.dataset.calls),
+      text: e.textContent, denied: e.closest('[data-sg-devtools]').querySelector('[data-sg-stat=budgetDenied]').textContent,
+    };
+  });
   assert.equal((await read()).state, 'off', 'the first panel: its client has no budget (budget: false)');
   assert.deepEqual(await readBox2().then(({ text, denied, ...r }) => r), { state: 'open', used: 0, allowed: 2, calls: 0 });
   const call = (i) => page.evaluate((u) => window.settle(window.budgeted.request(u)), `${servers.fault}/status/503?id=budget-${RUN}-${i}`);
