@@ -1289,10 +1289,15 @@ const HOST_GLOBALS = ['fetch', 'Headers', 'Request', 'Response', 'AbortControlle
 /**
  * Throws an Error naming every global the engine needs and the host lacks
  * (Jest's jsdom environment has no fetch, Request or Response),
- * and how to provide them, rather than a bare TypeError later.
+ * and how to provide them, rather than a bare TypeError later. `early`
+ * (before the module is loaded): a global defined by a getter is not read.
+ * Node defines its fetch classes so and loads them (undici, tens of ms) at
+ * the first read, which would hold createClientSync() and the module's load:
+ * compile() reads them while the module compiles off the main thread, and
+ * the build checks them once it is in.
  */
-function checkHost() {
-  const missing = HOST_GLOBALS.filter((n) => typeof globalThis[n] === 'undefined');
+function checkHost(early) {
+  const missing = HOST_GLOBALS.filter((n) => !(early && Object.getOwnPropertyDescriptor(globalThis, n)?.get) && typeof globalThis[n] === 'undefined');
   if (typeof globalThis.crypto?.getRandomValues !== 'function') missing.push('crypto.getRandomValues');
   if (missing.length === 0) return;
   const list = missing.join(', ');
@@ -1445,7 +1450,7 @@ function notThisModule(e, where) {
 async function compile(input, where) {
   try {
     if (tag(input) === '[object WebAssembly.Module]') return input;
-    if (typeof Response === 'function' && input instanceof Response) {
+    if (!ArrayBuffer.isView(input) && typeof Response === 'function' && input instanceof Response) {
       try {
         return await WebAssembly.compileStreaming(input);
       } catch (e) {
@@ -1454,7 +1459,13 @@ async function compile(input, where) {
         throw e?.name === 'CompileError' ? e : unreadable(e, where);
       }
     }
-    return await WebAssembly.compile(input);
+    const compiling = WebAssembly.compile(input);
+    try {
+      checkHost(); // the host's globals read while it compiles (see there)
+    } catch {
+      // what it lacks is told once the module is in
+    }
+    return await compiling;
   } catch (e) {
     throw isStormguardError(e) ? e : notThisModule(e, where);
   }
@@ -1695,9 +1706,10 @@ export function makeCreateClient(load, boot = null) {
       async () => {
         if (bad) throw bad;
         if (!wasm) {
-          checkHost();
+          checkHost(true);
           wasm ??= await wait(source, ms);
         }
+        checkHost();
         return build(options, original);
       },
       ms,

@@ -158,6 +158,22 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
   assert.equal(r.method, 'GET', 'the client works once the wasm is in');
 });
 
+test("createClientSync() returns without loading Node's fetch (undici), read while the module compiles; a host without it is told", async () => {
+  const r = await node(`
+    const undici = () => process.moduleLoadList.some((m) => m.includes('undici'));
+    const api = sg.createClientSync();
+    const atOnce = undici();
+    const body = await api.request(echo('fl-undici'));
+    out({ atOnce, after: undici(), method: body.method });`);
+  assert.deepEqual(r, { atOnce: false, after: true, method: 'GET' });
+  // A global read through a getter (as Node's fetch classes are) is checked once the module is in.
+  const none = await node(`
+    Object.defineProperty(globalThis, 'Headers', { get: () => undefined, configurable: true });
+    out(report(await sg.createClient().catch((e) => e)));`);
+  assert.equal(none.name, 'Error');
+  assert.match(none.message, /lacks the global Headers, which stormguard needs/);
+});
+
 test('a failed load rejects the calls and ready with OptionsError(wasm) naming it; the next call loads again', async () => {
   const r = await node(`
     import { createServer } from 'node:http';
