@@ -94,11 +94,17 @@ test('a request that fails while the device is offline is not a breaker failure;
     const client = await window.stormguard.createClient({
       deadlineMs: 5000, retry: { baseDelayMs: 10, maxAttempts: 2 }, breaker: { minSamples: 1, consecutiveFailures: 5 },
     });
+    const next = (type) => new Promise((r) => { const off = client.on(type, (e) => { off(); r(e); }); });
+    // Offline once the first attempt is out (not after a fixed time, which a busy machine can
+    // spend before it is sent), and the failure seen while offline: its 'retry' event.
+    const sent = next('attempt');
+    const failed = next('retry');
     const call = client.request(`${fault}/reset-mid?bytes=10&wait=300&id=offline-mid`).catch((e) => e);
-    await sleep(100);
+    await sent;
     Object.defineProperty(navigator, 'onLine', { configurable: true, get: () => false });
     window.dispatchEvent(new Event('offline'));
-    await sleep(600);
+    await failed;
+    await sleep(300); // the retry's backoff is 10-20 ms: were it not waiting, it would be out
     const waiting = client.stats().attempts;
     delete navigator.onLine;
     window.dispatchEvent(new Event('online'));
