@@ -962,9 +962,9 @@ class Client {
     try {
       await this.#waitBuilt(ms, signal);
     } catch (e) {
-      // Its deadline passed (none sent), its caller or close() aborted it.
+      // None sent: its deadline passed, its caller or close() aborted it.
       if (e instanceof TimeoutError) this.#replay(method, a, b, [started, 6, undefined, true]);
-      else if (e instanceof AbortError) this.#replay(method, a, b);
+      else if (e instanceof AbortError) this.#replay(method, a, b, [started, 6]);
       if (asFetch && e?.reason === signal?.reason && signal?.aborted && e instanceof AbortError) throw signal.reason;
       // schema() does not reject for its deadline: its fallback (the cache is the engine's to read).
       if (method === 'schema' && e instanceof TimeoutError) return clientFailed(b, e);
@@ -1022,10 +1022,11 @@ class Client {
   /**
    * Counts in the engine, at once if it is in, else when it arrives (#adopt), a call that ended before:
    * `this[method](a, b)` made through it with nothing left to send, its first attempt `adopted`
-   * (`[started, kind, value, late]`, as Client.adopt takes it) if the boot build sent one. A 2xx the
-   * boot build delivered (kind 0) is that attempt's sample; a call its caller aborted is made with its
-   * aborted signal, and the engine counts it as one aborted in its hands: a request, its attempt if
-   * one went, a failure; one whose deadline passed (`late`; kind 6 when none went) as one out of time.
+   * (`[started, kind, value, late]`, as Client.adopt takes it) if the boot build sent one, else kind 6
+   * (none: the engine runs no hook for it). A 2xx the boot build delivered (kind 0) is that attempt's
+   * sample; a call its caller aborted is made with its aborted signal, and the engine counts it as one
+   * aborted in its hands: a request, its attempt if one went, a failure; one whose deadline passed
+   * (`late`) as one out of time.
    */
   #replay(method, a, b, adopted) {
     if (!this.#c) {

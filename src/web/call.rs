@@ -79,8 +79,8 @@ pub enum AdoptedEnd {
     Timeout,
     /// The caller aborted it.
     Cancelled,
-    /// None went: the call's deadline passed while it waited for the
-    /// engine (`late`).
+    /// None went: the call was aborted, or its deadline passed (`late`),
+    /// while it waited for the engine.
     Unsent,
 }
 

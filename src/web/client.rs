@@ -88,8 +88,9 @@ impl Client {
     /// (`value` the host's), 4 its time ran out, 5 the caller aborted it
     /// (the call, made again with its aborted signal, ends so and is
     /// counted as the engine counts an aborted call), 6 none went (the
-    /// call was made at `started_ms`). The call adopts it as its first
-    /// attempt. `late`: the call's deadline passed before the engine was
+    /// call was made at `started_ms`, and aborted or `late` before the
+    /// engine was in: it ends so, no hook run). The call adopts it as its
+    /// first attempt. `late`: the call's deadline passed before the engine was
     /// in; the call ends with it, counted as one that ran out of time in
     /// the engine's hands, with nothing more sent.
     pub fn adopt(&self, started_ms: f64, kind: u8, value: JsValue, late: bool) {

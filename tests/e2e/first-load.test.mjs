@@ -101,7 +101,8 @@ test('calls made before the wasm is in wait for it and succeed; stats, breakers 
 test('while the wasm loads: the caller abort rejects with AbortError, the deadline with TimeoutError, close() aborts', async () => {
   const r = await node(`
     const { response, release } = slowWasm();
-    const api = sg.createClientSync({ wasm: response });
+    let hooked = 0;
+    const api = sg.createClientSync({ wasm: response, hooks: { beforeRequest: [() => { hooked++; }] } });
     const gaveUp = [];
     api.on('giveUp', (e) => gaveUp.push(e.errorName));
     const c = new AbortController();
@@ -131,7 +132,7 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
     const body = await api.request(echo('fl-after'));
     // The calls aborted, timed out or closed meanwhile, counted by the engine as it counts its own (nothing sent).
     const { requests, attempts, failures, timeouts, fallbacks } = api.stats();
-    out({ stats: [requests, attempts, failures, timeouts, fallbacks], gaveUp: gaveUp.sort(),
+    out({ stats: [requests, attempts, failures, timeouts, fallbacks], gaveUp: gaveUp.sort(), hooked,
       aborted: await aborted, reasonKept: (await aborted).name === 'AbortError', fetchAborted: await fetchAborted,
       requestAborted: await requestAborted, preAborted, timedOut, fetchTimedOut, shortOut, schemaOut,
       closedChild: await closedChild, closedRoot: await closedRoot, afterClose, closedStats, method: body.method,
@@ -142,6 +143,7 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
   // ended (its engine is the root's), then fl-after: no attempt but fl-after's, and no timeout (that counts attempts).
   assert.deepEqual(r.stats, [9, 1, 8, 0, 1], 'the aborted, timed-out and closed calls are requests and failures of the engine');
   assert.deepEqual(r.gaveUp, [...Array(5).fill('AbortError'), ...Array(3).fill('TimeoutError')], 'each ends in the engine as it did');
+  assert.equal(r.hooked, 1, "the client's beforeRequest hook runs for fl-after only: none for a call counted so");
   assert.equal(r.requestAborted, true, "a Request's own signal counts");
   assert.equal(r.preAborted.name, 'AbortError');
   assert.deepEqual([r.timedOut.name, r.timedOut.phase], ['TimeoutError', 'deadline']);

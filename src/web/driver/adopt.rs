@@ -20,11 +20,19 @@ impl Drive<'_> {
     /// and sent now.
     pub(super) async fn next_round(&mut self) -> Result<(Decided, Option<ProbeLock>), Halt> {
         match self.call.take_adopted() {
-            // Its deadline passed while it waited for the engine, none sent.
+            // None sent: it ended while it waited for the engine, its caller's
+            // abort or its deadline (`late`). It ends so, no hook run.
             Some(Adopted {
                 end: AdoptedEnd::Unsent,
                 ..
-            }) => return Err(Halt::OutOfTime),
+            }) => {
+                let cancel = &self.call.cancel;
+                return Err(if cancel.is_cancelled() {
+                    cancel.abort_error().into()
+                } else {
+                    Halt::OutOfTime
+                });
+            }
             Some(a) => return Ok((Apart(adopted(self, a.started_ms, a.end)).await, None)),
             None => {}
         }
