@@ -74,16 +74,21 @@ async function brownoutRun(browser, demo, strategy, { thenOutage = false } = {})
     let outageSeen = null;
     if (thenOutage) {
       // the schema() panel during a full outage: the saved layout with a banner, never an error
+      // Every state the devtools panel shows for the layout client's /capacity breaker from now on
+      // (each render, not a sample every 500 ms, which a busy page can make miss the open period).
+      await page.evaluate(() => {
+        const box = document.querySelector('#devtools-box');
+        const state = () => box.querySelector('[data-sg-breaker$="/capacity"]')?.dataset.state ?? 'none';
+        window.panelSeen = [state()];
+        new MutationObserver(() => { if (window.panelSeen.at(-1) !== state()) window.panelSeen.push(state()); }).observe(box, { childList: true, subtree: true, attributes: true });
+      });
       await page.click('#outage');
       outageSeen = new Set();
       let banner = '';
-      const panelSeen = new Set(); // the devtools panel's state of the layout client's /capacity breaker
       for (let i = 0; i < 2 * FAULT_S; i++) {
         await page.waitForTimeout(500);
         const source = await page.getAttribute('#layout-panel', 'data-source');
         outageSeen.add(source);
-        panelSeen.add(await page.$eval('#devtools-box [data-sg-devtools]', (p) =>
-          p.querySelector('[data-sg-breaker$="/capacity"]')?.dataset.state ?? 'none'));
         if (source === 'cache' && !banner) {
           banner = await page.textContent('.layout-banner');
           await page.screenshot({ path: join(OUT, `${strategy}-outage-schema-panel.png`), fullPage: true });
@@ -92,7 +97,10 @@ async function brownoutRun(browser, demo, strategy, { thenOutage = false } = {})
       outageSeen = { sources: [...outageSeen], banner };
       // stormguard/devtools, mounted by the demo on the layout client: the outage opens its breaker,
       // and its calls are listed ending in the schema() fallback (schema() never rejects).
-      assert.ok(panelSeen.has('open'), `the devtools panel showed the breaker open (saw ${[...panelSeen]})`);
+      await page.waitForFunction(() => window.panelSeen.includes('open'), null, { timeout: 15_000 }).catch(async () => {
+        const seen = new Set(await page.evaluate(() => window.panelSeen));
+        assert.fail(`the devtools panel showed the breaker open (saw ${[...seen]})`);
+      });
       const served = await page.$$eval('#devtools-box [data-sg-call][data-outcome=fallback]', (rows) => rows.length);
       assert.ok(served > 0, 'the devtools panel lists calls served by the fallback');
     }
