@@ -906,7 +906,8 @@ class Client {
   /**
    * The engine's client is in: the listeners registered meanwhile are attached to it, and it counts
    * the calls that ended meanwhile (#replay). Closed while it loaded, it counts them (the engine a
-   * derived client shares) as calls close() ended in its hands, and is freed.
+   * derived client shares), each as it ended: one whose deadline passed (`late`) as out of time, any
+   * other as a call close() ended in its hands; and it is freed.
    */
   #adopt(inner, fns) {
     this.#build = null;
@@ -916,7 +917,7 @@ class Client {
     if (this.#final) {
       for (const [method, a, b, adopted] of ended) {
         if (adopted) inner.adopt(...adopted);
-        inner[method](a, withOption(b, 'signal', AbortSignal.abort())).catch(() => {});
+        inner[method](a, adopted?.[3] ? b : withOption(b, 'signal', AbortSignal.abort())).catch(() => {});
       }
       inner.free();
       return;

@@ -121,6 +121,8 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
     const short = sg.createClientSync({ wasm: response, deadlineMs: 100 });
     const shortOut = await short.request(echo('fl-late')).catch(report);
     const child = api.extend({});
+    // Its deadline passes, then its client is closed: it ended as late, and is counted so.
+    const childLate = await child.request(echo('fl-late'), { deadlineMs: 100 }).catch(report);
     const closedChild = child.request(echo('fl-closed')).catch(report);
     child.close();
     const other = sg.createClientSync({ wasm: response });
@@ -135,14 +137,16 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
     out({ stats: [requests, attempts, failures, timeouts, fallbacks], gaveUp: gaveUp.sort(), hooked,
       aborted: await aborted, reasonKept: (await aborted).name === 'AbortError', fetchAborted: await fetchAborted,
       requestAborted: await requestAborted, preAborted, timedOut, fetchTimedOut, shortOut, schemaOut,
-      closedChild: await closedChild, closedRoot: await closedRoot, afterClose, closedStats, method: body.method,
+      childLate, closedChild: await closedChild, closedRoot: await closedRoot, afterClose, closedStats, method: body.method,
     });`);
   assert.equal(r.aborted.name, 'AbortError');
   assert.equal(r.fetchAborted, true, "fetch() rejects with the signal's reason, as the host's fetch");
-  // 4 aborted by their caller, 3 past their deadline (schema()'s served its fallback), 1 of a derived client close()
-  // ended (its engine is the root's), then fl-after: no attempt but fl-after's, and no timeout (that counts attempts).
-  assert.deepEqual(r.stats, [9, 1, 8, 0, 1], 'the aborted, timed-out and closed calls are requests and failures of the engine');
-  assert.deepEqual(r.gaveUp, [...Array(5).fill('AbortError'), ...Array(3).fill('TimeoutError')], 'each ends in the engine as it did');
+  // 4 aborted by their caller, 4 past their deadline (schema()'s served its fallback; one in a derived client closed
+  // after it), 1 of a derived client close() ended (its engine is the root's), then fl-after: no attempt but
+  // fl-after's, and no timeout (that counts attempts).
+  assert.deepEqual(r.stats, [10, 1, 9, 0, 1], 'the aborted, timed-out and closed calls are requests and failures of the engine');
+  assert.deepEqual(r.gaveUp, [...Array(5).fill('AbortError'), ...Array(4).fill('TimeoutError')], 'each ends in the engine as it did');
+  assert.deepEqual([r.childLate.name, r.childLate.phase], ['TimeoutError', 'deadline']);
   assert.equal(r.hooked, 1, "the client's beforeRequest hook runs for fl-after only: none for a call counted so");
   assert.equal(r.requestAborted, true, "a Request's own signal counts");
   assert.equal(r.preAborted.name, 'AbortError');
