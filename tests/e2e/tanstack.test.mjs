@@ -117,8 +117,15 @@ test('a failing query makes exactly stormguard\'s 3 attempts and renders the nar
   await page.waitForSelector('[data-testid="error"][data-code="CIRCUIT_OPEN"]', { timeout: 5000 });
   assert.match(await page.textContent('[data-testid="message"]'), /circuit/i);
   await sleep(1500); // TanStack's first retry would have gone out after 1 s
-  assert.equal((await log(id)).length, 3, 'nothing more was sent: no TanStack retry, no request through the open breaker');
-  assert.equal(await attr('stats', 'data-attempts'), '3');
+  // Nothing through the open breaker: a request after the third is the breaker's probe, no sooner
+  // than its 2 s open period after the third failure (a busy machine can click Refetch that late: the
+  // probe fails, the breaker opens again and the refetch's retry meets it). At most that one.
+  const sent = await log(id);
+  assert.ok(sent.length <= 4, `${sent.length} requests: no TanStack retry, no request through the open breaker`);
+  for (const e of sent.slice(3)) {
+    assert.ok(e.t - sent[2].t >= 1900, `a request ${Math.round(e.t - sent[2].t)} ms after the third failure, within its open period`);
+  }
+  assert.equal(await attr('stats', 'data-attempts'), String(sent.length));
   assert.equal(await attr('view', 'data-failures'), '1');
 });
 
@@ -130,7 +137,8 @@ test("TanStack's signal: unmounting the component aborts the request on the wire
   await page.click('[data-testid="toggle"]');
   await page.waitForSelector('[data-testid="hidden"]');
   const [entry] = await closedByClient(id);
-  assert.ok(entry.closedAt - entry.t < 2500, `closed by the unmount, not the 6 s timeout (${Math.round(entry.closedAt - entry.t)} ms)`);
+  // Well before the attempt's 6 s timeout (which starts when it is sent, a little before it arrives).
+  assert.ok(entry.closedAt - entry.t < 5000, `closed by the unmount, not the 6 s timeout (${Math.round(entry.closedAt - entry.t)} ms)`);
   assert.equal(entry.serverClosed, false);
   await sleep(300);
   assert.equal((await log(id)).length, 1, 'an aborted call is not retried');
@@ -145,18 +153,25 @@ test('a new query key aborts the request of the old one', async () => {
   await view('success');
   assert.equal(await page.textContent('[data-testid="title"]'), OTHER.title);
   const [entry] = await closedByClient(id);
-  assert.ok(entry.closedAt - entry.t < 2500, `closed by the key change (${Math.round(entry.closedAt - entry.t)} ms)`);
+  assert.ok(entry.closedAt - entry.t < 5000, `closed by the key change, not the 6 s timeout (${Math.round(entry.closedAt - entry.t)} ms)`);
   assert.equal(entry.serverClosed, false);
 });
 
 test("README's optional QueryClient: CIRCUIT_OPEN is retried after retryInMs, and the probe brings the data", async () => {
-  const id = `tq-recover-${RUN}`;
-  // Attempts 1-3 answer 503 (a call's three attempts; the breaker opens), the fourth 200.
-  await open({ recover: '1', url: `/fail-first?n=3&id=${id}` });
-  await view('error');
-  assert.equal(await page.textContent('[data-testid="message"]'), 'Error 503');
-  assert.equal((await log(id)).length, 3);
-  assert.equal(await attr('view', 'data-failures'), '1', 'an HttpError is not retried by TanStack');
+  // Attempts 1-3 answer 503 (a call's three attempts; the breaker opens), the fourth 200. Refetch
+  // must be clicked within the 2 s open period: a busy machine can render the error later than that,
+  // and the page is then loaded again (with another id), at most 3 times.
+  let id;
+  for (let round = 1; ; round++) {
+    id = `tq-recover-${RUN}-${round}`;
+    await open({ recover: '1', url: `/fail-first?n=3&id=${id}` });
+    await view('error');
+    assert.equal(await page.textContent('[data-testid="message"]'), 'Error 503');
+    const sent = await log(id);
+    assert.equal(sent.length, 3);
+    assert.equal(await attr('view', 'data-failures'), '1', 'an HttpError is not retried by TanStack');
+    if (site.now() - sent[2].t < 1000 || round === 3) break;
+  }
 
   await page.click('[data-testid="refetch"]');
   // The refetch met the open breaker: TanStack holds that failure and waits retryInMs.
