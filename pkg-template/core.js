@@ -1149,6 +1149,7 @@ class Client {
    * host's fetch does: the hooks see the StormguardError its rejection
    * carries as `cause`, and what they return is rejected with as fetch
    * would (a caller's abort reason, which carries none, is left as it is).
+   * A call whose signal was aborted when it was made runs none.
    */
   #beforeError(method, input, options) {
     const fns = this.#fns;
@@ -1164,10 +1165,12 @@ class Client {
     }
     const p = this.#call(method, input, options);
     if (signal === undefined && asFetch && input instanceof Request) signal = input.signal;
+    // Its signal aborted already: it ends as the host's fetch ends such a call, its hooks not run (the engine ran none).
+    const already = isSignal(signal) && signal.aborted;
     const until = performance.now() + (typeof deadlineMs === 'number' ? deadlineMs : fns.deadlineMs);
     return p.catch(async (e) => {
       const own = asFetch ? e?.cause : e;
-      if (asFetch && !isStormguardError(own)) throw e;
+      if ((asFetch && !isStormguardError(own)) || (already && own instanceof AbortError)) throw e;
       // What ends the wait: the caller's abort, else close(); the call ends as aborted, fetch()
       // with the caller's reason as the host's fetch does.
       let byCaller;

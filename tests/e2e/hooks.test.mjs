@@ -587,6 +587,63 @@ test('hooks: a beforeError hook that never settles is bounded: an abort or close
   assert.equal(r.closed.name, 'AbortError', JSON.stringify(r.closed));
 });
 
+test('a call whose signal is aborted already ends at once as its abort, as fetch does: no header function, token, hook or retryOn runs, nothing is sent', async () => {
+  const results = await both(async ([fault]) => {
+    const { createClient, AbortError } = globalThis.stormguard ?? window.stormguard;
+    const where = typeof window === 'object' ? 'page' : 'node';
+    const id = `h-pre-aborted-${where}`;
+    const ran = [];
+    const mark = (name, gives) => (...args) => (ran.push(name), typeof gives === 'function' ? gives(...args) : gives);
+    const client = await createClient({
+      headers: mark('headers', { 'x-tenant': 't' }),
+      auth: { origins: [fault], token: mark('token', 'tok'), refresh: mark('refresh') },
+      retry: { retryOn: mark('retryOn', true) },
+      hooks: {
+        beforeRequest: mark('beforeRequest'), afterResponse: mark('afterResponse'),
+        beforeRetry: mark('beforeRetry', true), beforeError: mark('beforeError', (e) => e),
+      },
+    });
+    const events = [];
+    for (const name of ['attempt', 'retry', 'timeout', 'giveUp', 'breaker', 'fallback', 'storage', 'wait']) {
+      client.on(name, (e) => events.push(`${e.type}:${e.errorName ?? ''}`));
+    }
+    const url = `${fault}/echo?id=${id}`;
+    const calls = {
+      get: (signal) => client.request(url, { signal }), // a GET shares a flight (dedupe)
+      post: (signal) => client.request(url, { method: 'POST', body: 'x', signal }),
+      fetch: (signal) => client.fetch(url, { signal }),
+      fetchRequest: (signal) => client.fetch(new Request(url, { signal })),
+      schema: (signal) => client.schema(url, { signal, fallback: 'fb' }),
+    };
+    const out = {};
+    for (const [name, call] of Object.entries(calls)) {
+      for (const [how, signal] of [['abort()', AbortSignal.abort()], ['abort(why)', AbortSignal.abort(new Error('why'))]]) {
+        const e = await call(signal).then((v) => ({ resolved: v }), (e) => e);
+        out[`${name} ${how}`] = e === signal.reason ? 'the reason itself'
+          : [e instanceof AbortError ? 'AbortError' : String(e), e?.name, e?.reason === signal.reason, e?.attempts];
+      }
+    }
+    const s = client.stats();
+    out.stats = [s.requests, s.attempts, s.failures, s.deduped, s.fallbacks, s.inFlight, s.queued];
+    out.ran = ran;
+    out.events = events;
+    client.close();
+    return out;
+  });
+  const aborted = ['AbortError', 'AbortError', true, 0];
+  for (const [host, r] of Object.entries(results)) {
+    assert.deepEqual(r.ran, [], `${host}: no function of the client's ran`);
+    for (const how of ['abort()', 'abort(why)']) {
+      for (const name of ['get', 'post', 'schema']) assert.deepEqual(r[`${name} ${how}`], aborted, `${host}: ${name} ${how}`);
+      for (const name of ['fetch', 'fetchRequest']) assert.equal(r[`${name} ${how}`], 'the reason itself', `${host}: ${name} ${how}`);
+    }
+    // Counted as an abort in flight is: a request and a failure (no attempt went), its giveUp.
+    assert.deepEqual(r.stats, [10, 0, 10, 0, 0, 0, 0], `${host}: stats`);
+    assert.deepEqual(r.events, Array(10).fill('giveUp:AbortError'), `${host}: events`);
+  }
+  assert.equal((await log('h-pre-aborted-page')).length + (await log('h-pre-aborted-node')).length, 0, 'nothing sent');
+});
+
 test('extend: options merged over the parent\'s, one engine (breakers, slots), hooks appended, close() as a tree', async () => {
   const r = await page.evaluate(async () => {
     const order = [];

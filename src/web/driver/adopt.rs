@@ -8,7 +8,7 @@ use wasm_bindgen::JsValue;
 
 use super::round::Round;
 use super::Drive;
-use crate::web::call::{Adopted, AdoptedEnd, Halt, Prepared};
+use crate::web::call::{AdoptedEnd, Halt, Prepared};
 use crate::web::crosstab::ProbeLock;
 use crate::web::fetch::{self, AttemptEnd, Decided};
 use crate::web::host::{now_ms, rand01};
@@ -20,21 +20,15 @@ impl Drive<'_> {
     /// and sent now.
     pub(super) async fn next_round(&mut self) -> Result<(Decided, Option<ProbeLock>), Halt> {
         match self.call.take_adopted() {
-            // None sent: it ended while it waited for the engine, its caller's
-            // abort or its deadline (`late`). It ends so, no hook run.
-            Some(Adopted {
-                end: AdoptedEnd::Unsent,
-                ..
-            }) => {
-                let cancel = &self.call.cancel;
-                return Err(if cancel.is_cancelled() {
-                    cancel.abort_error().into()
-                } else {
-                    Halt::OutOfTime
-                });
+            Some(a) if !matches!(a.end, AdoptedEnd::Unsent) => {
+                return Ok((Apart(adopted(self, a.started_ms, a.end)).await, None));
             }
-            Some(a) => return Ok((Apart(adopted(self, a.started_ms, a.end)).await, None)),
-            None => {}
+            // None sent: it ended while it waited for the engine, by its
+            // deadline (`late`): it ends so, no hook run. One its caller
+            // aborted ends as every aborted call does, at the first step of
+            // its attempt (`prepare`), before any.
+            Some(_) if !self.call.cancel.is_cancelled() => return Err(Halt::OutOfTime),
+            _ => {}
         }
         let (sent, lock, prepared) = Apart(self.admitted()).await?;
         Ok((Apart(Round::run(self, sent, &prepared)).await, lock))

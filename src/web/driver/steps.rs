@@ -48,11 +48,20 @@ pub(super) enum Step {
 /// (`CallState::key_sent`). A client without an `UserFns` that makes a
 /// Request sends the call's own: its headers say whom it speaks for. A
 /// function that fails ends the call (nothing sent, no sample).
+///
+/// A call aborted already (its signal was when it was made, or aborted
+/// while it waited for the engine or between attempts) ends here, first,
+/// with its AbortError, as the host's fetch ends one: no function of its
+/// client's is run for it (`within` below would notice the abort only once
+/// they had been called).
 pub(super) async fn prepare(
     call: &Call,
     deadline: &Deadline,
     attempt: u32,
 ) -> Result<Prepared, Halt> {
+    if call.cancel.is_cancelled() {
+        return Err(call.cancel.abort_error().into());
+    }
     let Some(fns) = call.layer().fns(flag::PER_ATTEMPT) else {
         return Ok(Prepared(JsValue::UNDEFINED));
     };
