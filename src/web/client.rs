@@ -142,12 +142,14 @@ impl Client {
     /// comes back here, the client being installed as the global fetch,
     /// goes to the network instead (see `transport.rs`).
     pub fn fetch(&self, input: JsValue, init: JsValue) -> Promise {
+        // Taken first: an attempt passed on below is no call of this
+        // client's, and the next call must not adopt what was meant for it.
+        let adopted = self.adopted.take();
         let layer = &self.builder.layer;
         let transport = layer.transport().unwrap_or(self.engine.transport());
         if let Some(sent) = transport.returned(&input, &init) {
             return sent;
         }
-        let adopted = self.adopted.take();
         match self.builder.fetch(&self.engine, &input, &init) {
             Ok(mut built) => {
                 built.0.adopt(adopted);

@@ -7,9 +7,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { launchChromium, openWithWasmHeld, root, startServers } from './browser.mjs';
 
 const pkg = join(root, 'pkg');
@@ -162,6 +163,30 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
   assert.equal(r.afterClose.name, 'AbortError');
   assert.equal(r.closedStats, 0);
   assert.equal(r.method, 'GET', 'the client works once the wasm is in');
+});
+
+test("another copy of the package's attempt that reached this client while its wasm loaded, and was aborted there, does not end its next call", async () => {
+  // A second copy of the package (its own module, as a second bundle on the page has), its engine in.
+  const copy = join(app, 'copy');
+  cpSync(pkg, copy, { recursive: true });
+  const r = await node(`
+    const { response, release } = slowWasm();
+    const api = sg.createClientSync({ wasm: response });
+    const host = globalThis.fetch;
+    globalThis.fetch = api.fetch;
+    const { createClient } = await import(${JSON.stringify(pathToFileURL(join(copy, 'node.js')).href)});
+    // Its hook makes its attempt a Request, which api holds until its wasm is in: the attempt times out there.
+    const other = await createClient({ wasm: bytes, hooks: { beforeRequest: [() => {}] } });
+    const passed = await other.request(echo('fl-pass'), { timeoutMs: 200, retry: { maxAttempts: 1 } }).catch(report);
+    release();
+    const next = await api.request(echo('fl-pass-next')).catch(report);
+    globalThis.fetch = host;
+    const { requests, attempts, failures } = api.stats();
+    out({ passed: [passed.name, passed.phase], next: next.method ?? next.name, stats: [requests, attempts, failures] });`);
+  assert.deepEqual(r.passed, ['TimeoutError', 'attempt']);
+  assert.equal(r.next, 'GET', 'the next call is sent and answered');
+  // The other copy's attempt is not this client's call: only the next one is counted.
+  assert.deepEqual(r.stats, [1, 1, 0]);
 });
 
 test("createClientSync() returns without loading Node's fetch (undici), read while the module compiles; a host without it is told", async () => {
