@@ -1130,8 +1130,9 @@ class Client {
   fetch(input, init = undefined) { // length 1, as fetch's
     if (arguments.length === 0) return Promise.reject(new TypeError("Failed to execute 'fetch': 1 argument required, but only 0 present."));
     // Another client's attempt reaching a closed client installed before it (a module that hot
-    // reload re-ran, its old client closed) passes on as the live engine's would (transport.rs).
-    if (this.#final) {
+    // reload re-ran, its old client closed), or one still loading its engine, passes on as the live
+    // engine's would (transport.rs): it is no call of this client's, and nothing holds it meanwhile.
+    if (this.#final || !this.#c) {
       const was = passes(input, init, this);
       if (was === 'came back') return Promise.reject(new TypeError('stormguard: the global fetch leads back to this client'));
       if (was === 'pass on') return passOn(this.#original, input, init);
