@@ -807,6 +807,38 @@ function copied(o) {
   }
 }
 
+// At most so many calls that ended before the engine was in are kept for it to count (#replay).
+const ENDED_MAX = 1024;
+
+/**
+ * A call's options kept for the engine to count it (#replay, which sends nothing), without its body:
+ * one stands in that the engine takes or refuses as it would the caller's. Plain options (or readOnce's
+ * over them) only; any other is kept as it is.
+ */
+function bodiless(b) {
+  try {
+    const base = isPlain(b) ? b : Object.getPrototypeOf(b);
+    if (!isPlain(base)) return b;
+    const o = { ...base };
+    if (base !== b) for (const k of Reflect.ownKeys(b)) o[k] = b[k]; // what readOnce read
+    const body = o.body;
+    if (typeof body === 'string') o.body = '';
+    if (body === null || typeof body !== 'object') return o;
+    if (tag(body) === '[object ReadableStream]') o.body = new ReadableStream();
+    else if (!Array.isArray(body) && !isPlain(body)) o.body = ''; // any other BodyInit
+    else {
+      let json = null; // JSON that encodes (true), to undefined (false), or throws (null)
+      try {
+        json = JSON.stringify(body) !== undefined;
+      } catch {}
+      o.body = json ? {} : { toJSON: json === null ? () => { throw 0; } : () => {} };
+    }
+    return o;
+  } catch {
+    return b;
+  }
+}
+
 /** A call's options with `name` (`deadlineMs`: the rest of its deadline; `signal`) `value` over them, nothing else changed. */
 function withOption(options, name, value) {
   if (options === undefined || options === null) return { [name]: value };
@@ -837,7 +869,7 @@ class Client {
   #building = null;
   #deadline = DEFAULT_DEADLINE_MS;
   #listeners = [];
-  #ended = []; // the calls that ended before the engine was in, for it to count (#replay)
+  #ended = []; // the calls that ended before the engine was in, for it to count (#replay), at most ENDED_MAX
   // A root client made before the engine is in by an entry that has the boot build (boot.js, `#boot`):
   // its options, which decide whether the boot build may send a call's first attempt.
   #given = undefined;
@@ -1031,7 +1063,8 @@ class Client {
    */
   #replay(method, a, b, adopted) {
     if (!this.#c) {
-      if (!this.#final || this.#build) this.#ended.push([method, a, b, adopted]);
+      const keep = (!this.#final || this.#build) && this.#ended.length < ENDED_MAX;
+      if (keep) this.#ended.push([method, a, bodiless(b), adopted]);
       return;
     }
     if (this.#final) return;

@@ -222,7 +222,7 @@ console.log(`[build] boot wasm: ${kb(bootWasm.length)} raw, ${kb(gzipSync(bootWa
   `(inlined in stormguard_boot.js as hex: ${kb(gzipSync(readFileSync(join(pkg, 'stormguard_boot.js')), { level: 9 }).length)} gzip with its glue)`);
 
 // The size budget: what an app ships, gzip (bench/size.mjs). Its ledger, and how to raise it: bench/README.md, section "Size ledger".
-const SIZE_BUDGET_BYTES = 116_878;
+const SIZE_BUDGET_BYTES = 117_055;
 const { shippedStormguard } = await import(join(root, 'bench/size.mjs'));
 const shipped = await shippedStormguard();
 const sizeLine = `${kb(shipped.total.gzip)} gzip (wasm ${kb(shipped.parts.wasm.gzip)} + JS ${kb(shipped.parts.js.gzip)})`;

@@ -31,11 +31,11 @@ after(async () => {
 });
 
 /** Runs `code` (after the prelude) in a fresh Node process; resolves with its parsed stdout. */
-function node(code) {
+function node(code, flags = []) {
   const file = join(app, `t${Math.random().toString(36).slice(2)}.mjs`);
   writeFileSync(file, `${prelude()}\n${code}`);
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [file], { cwd: app, timeout: 30000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...flags, file], { cwd: app, timeout: 30000 }, (err, stdout, stderr) => {
       rmSync(file, { force: true });
       if (err) reject(new Error(`${err.message}\n${stdout}\n${stderr}`));
       else resolve(JSON.parse(stdout));
@@ -163,6 +163,59 @@ test('while the wasm loads: the caller abort rejects with AbortError, the deadli
   assert.equal(r.afterClose.name, 'AbortError');
   assert.equal(r.closedStats, 0);
   assert.equal(r.method, 'GET', 'the client works once the wasm is in');
+});
+
+test('a call that ended while the wasm loaded is counted without holding its body; at most 1024 such calls are kept', async () => {
+  const r = await node(`
+    const { response, release } = slowWasm();
+    const api = sg.createClientSync({ wasm: response });
+    const freed = [];
+    const registry = new FinalizationRegistry((k) => freed.push(k));
+    const tracked = (body, name) => (registry.register(body, name), body);
+    const c = new AbortController();
+    const bodies = {
+      blob: () => new Blob([new Uint8Array(1 << 20)]),
+      json: () => ({ big: 'x'.repeat(1 << 20) }),
+      buffer: () => new Uint8Array(1 << 20),
+      stream: () => new ReadableStream(),
+      form: () => new URLSearchParams({ big: 'x'.repeat(1 << 20) }),
+    };
+    const calls = [];
+    for (const [kind, make] of Object.entries(bodies)) {
+      // No binding here holds a body: only the calls may.
+      calls.push(api.request(echo('fl-body'), { method: 'POST', body: tracked(make(), kind + ' aborted'), signal: c.signal }));
+      calls.push(api.request(echo('fl-body'), { method: 'POST', body: tracked(make(), kind + ' late'), deadlineMs: 100 }));
+      calls.push(api.fetch(echo('fl-body'), { method: 'POST', body: tracked(make(), kind + ' fetch'), duplex: 'half', signal: c.signal }));
+    }
+    // Calls the engine refuses for their body are refused still, and not counted.
+    calls.push(api.request(echo('fl-body'), { body: 'on a GET', deadlineMs: 100 }));
+    calls.push(api.request(echo('fl-body'), { method: 'POST', body: { n: 1n }, deadlineMs: 100 }));
+    c.abort();
+    const ends = await Promise.all(calls.map((p) => p.then(() => 'answered', (e) => e.name)));
+    for (let i = 0; i < 10 && freed.length < 15; i++) {
+      globalThis.gc();
+      await tick();
+    }
+    const held = Object.keys(bodies).flatMap((k) => [k + ' aborted', k + ' late', k + ' fetch']).filter((k) => !freed.includes(k));
+    release();
+    await api.request(echo('fl-body-after'));
+    const { requests, attempts, failures } = api.stats();
+    out({ held, ends, stats: [requests, attempts, failures] });`, ['--expose-gc']);
+  assert.deepEqual(r.held, [], 'no body of a call that ended while the wasm loaded is held');
+  assert.deepEqual(r.ends, [...Array(15).fill(0).map((_, i) => (i % 3 === 1 ? 'TimeoutError' : 'AbortError')), 'TimeoutError', 'TimeoutError']);
+  // 15 ended (each a request and a failure), the 2 refused for their body none, then fl-body-after.
+  assert.deepEqual(r.stats, [16, 1, 15], 'counted as before');
+  // More than 1024 end while it loads: those past them are not counted (nor kept).
+  const many = await node(`
+    const { response, release } = slowWasm();
+    const api = sg.createClientSync({ wasm: response });
+    const gone = AbortSignal.abort();
+    await Promise.all(Array.from({ length: 1100 }, () => api.request(echo('fl-many'), { signal: gone }).catch(() => {})));
+    release();
+    await api.request(echo('fl-many-after'));
+    const { requests, failures } = api.stats();
+    out([requests, failures]);`);
+  assert.deepEqual(many, [1025, 1024], '1024 kept and counted, then the call after');
 });
 
 test("another copy of the package's attempts reaching this client while its wasm loads pass on at once, and are none of its calls", async () => {
